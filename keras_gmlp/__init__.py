@@ -1,0 +1,20 @@
+"""keras-gmlp: gMLP, aMLP and MLP-Mixer for Keras 3.
+
+`keras_gmlp.layers` and the image applications import only keras; the text
+models (`keras_gmlp.models`) import keras-hub, and with it TensorFlow, on
+first use.
+"""
+
+import importlib
+
+from keras_gmlp import layers
+
+__version__ = "0.1.0"
+
+_LAZY_SUBMODULES = ("applications", "models")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"keras_gmlp.{name}")
+    raise AttributeError(f"module 'keras_gmlp' has no attribute {name!r}")

@@ -1,0 +1,36 @@
+"""Argument checks shared by the layers, with Keras-style error messages."""
+
+
+def check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"Argument `{name}` must be a positive integer. "
+            f"Received: {name}={value!r}"
+        )
+
+
+def check_rate(name, value):
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or not 0.0 <= value < 1.0:
+        raise ValueError(
+            f"Argument `{name}` must be a float in [0, 1). "
+            f"Received: {name}={value!r}"
+        )
+
+
+def check_rank(layer_name, argument, shape, rank):
+    if len(shape) != rank:
+        raise ValueError(
+            f"{layer_name} expects `{argument}` of rank {rank}, "
+            f"(batch, sequence_length, channels). Received: "
+            f"{argument}.shape={tuple(shape)}"
+        )
+
+
+def check_length(layer_name, length, max_length):
+    if length is not None and length > max_length:
+        raise ValueError(
+            f"{layer_name} was built for at most sequence_length={max_length} "
+            f"tokens; inputs must have length <= {max_length}. Received: "
+            f"length {length}"
+        )

@@ -1,0 +1,195 @@
+import keras
+
+from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._validation import check_positive_int
+from keras_gmlp.layers._validation import check_rank
+from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.layers.spatial_gating_unit import SpatialGatingUnit
+from keras_gmlp.layers.stochastic_depth import StochasticDepth
+from keras_gmlp.layers.tiny_attention import TinyAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class gMLPBlock(keras.layers.Layer):
+    """A gMLP block, or an aMLP block when `attention_dim` is set.
+
+    `x + DropPath(V(SGU(GELU(U(LayerNorm(x))))))`: a pre-norm channel MLP
+    whose hidden activations are gated by a `SpatialGatingUnit`. With
+    `attention_dim`, a `TinyAttention` on the normalised input is added to
+    the SGU's projected gate (aMLP). The channel projections run on the
+    tokens flattened to a matrix, which XLA's CPU backend executes about
+    twice as fast as the batched rank-3 form; the result is the same.
+
+    Args:
+        hidden_dim: int, channels of the block's input and output (d_model).
+        intermediate_dim: int, width of the expanded activations (d_ffn),
+            even; the SGU and the output projection see half of it.
+        sequence_length: int, the maximum number of tokens.
+        attention_dim: optional int, size of the tiny attention (aMLP).
+        causal: bool, whether token `i` may only see tokens `<= i`.
+        num_heads: int, number of SGU heads (channel groups with their own
+            spatial weights).
+        drop_path_rate: float in `[0, 1)`, stochastic depth rate of the
+            residual branch.
+        dropout: float in `[0, 1)`, dropout on the residual branch's output.
+        layer_norm_epsilon: float, epsilon of the pre-norm.
+        kernel_initializer: initializer of the channel projections.
+        **kwargs: standard layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: tensor `(batch, length, hidden_dim)`, `length <=
+            sequence_length`.
+        padding_mask: optional boolean tensor `(batch, length)`, true for
+            real tokens.
+        training: bool, whether dropout and stochastic depth are active.
+
+    Examples:
+
+    ```python
+    block = keras_gmlp.layers.gMLPBlock(
+        hidden_dim=256, intermediate_dim=1536, sequence_length=196
+    )
+    y = block(keras.random.normal((2, 196, 256)))  # shape (2, 196, 256)
+
+    amlp_block = keras_gmlp.layers.gMLPBlock(
+        hidden_dim=512, intermediate_dim=3072, sequence_length=128,
+        attention_dim=64, causal=True,
+    )
+    ```
+    """
+
+    def __init__(
+        self,
+        hidden_dim,
+        intermediate_dim,
+        sequence_length,
+        attention_dim=None,
+        causal=False,
+        num_heads=1,
+        drop_path_rate=0.0,
+        dropout=0.0,
+        layer_norm_epsilon=1e-6,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("hidden_dim", hidden_dim)
+        check_positive_int("intermediate_dim", intermediate_dim)
+        check_positive_int("sequence_length", sequence_length)
+        check_positive_int("num_heads", num_heads)
+        if attention_dim is not None:
+            check_positive_int("attention_dim", attention_dim)
+        check_rate("drop_path_rate", drop_path_rate)
+        check_rate("dropout", dropout)
+        if intermediate_dim % 2:
+            raise ValueError(
+                "Argument `intermediate_dim` must be even: the spatial gating "
+                "unit splits it in two halves. Received: "
+                f"intermediate_dim={intermediate_dim}"
+            )
+        if (intermediate_dim // 2) % num_heads:
+            raise ValueError(
+                f"Argument `num_heads` must divide intermediate_dim // 2 = "
+                f"{intermediate_dim // 2}. Received: num_heads={num_heads}"
+            )
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.sequence_length = sequence_length
+        self.attention_dim = attention_dim
+        self.causal = bool(causal)
+        self.num_heads = num_heads
+        self.drop_path_rate = float(drop_path_rate)
+        self.dropout = float(dropout)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm"
+        )
+        self.expand_dense = keras.layers.Dense(
+            intermediate_dim,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="expand",
+        )
+        self.spatial_gating_unit = SpatialGatingUnit(
+            sequence_length,
+            causal=causal,
+            num_heads=num_heads,
+            dtype=self.dtype_policy,
+            name="spatial_gating_unit",
+        )
+        self.tiny_attention = None
+        if attention_dim is not None:
+            self.tiny_attention = TinyAttention(
+                attention_dim,
+                intermediate_dim // 2,
+                causal=causal,
+                dtype=self.dtype_policy,
+                name="tiny_attention",
+            )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="output",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="dropout"
+        )
+        self.drop_path = StochasticDepth(
+            drop_path_rate, dtype=self.dtype_policy, name="drop_path"
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
+        if inputs_shape[-1] != self.hidden_dim:
+            raise ValueError(
+                f"gMLPBlock was configured with hidden_dim={self.hidden_dim}, "
+                f"so `inputs` must have {self.hidden_dim} channels. Received: "
+                f"inputs.shape={tuple(inputs_shape)}"
+            )
+        batch, length = inputs_shape[0], inputs_shape[1]
+        self.norm.build(inputs_shape)
+        self.expand_dense.build((None, self.hidden_dim))
+        self.spatial_gating_unit.build((batch, length, self.intermediate_dim))
+        if self.tiny_attention is not None:
+            self.tiny_attention.build(inputs_shape)
+        self.output_dense.build((None, self.intermediate_dim // 2))
+
+    def call(self, inputs, padding_mask=None, training=None):
+        x = self.norm(inputs)
+        attention_output = None
+        if self.tiny_attention is not None:
+            attention_output = self.tiny_attention(x, padding_mask=padding_mask)
+        z = dense_on_last_axis(self.expand_dense, x)
+        z = keras.activations.gelu(z, approximate=False)
+        z = self.spatial_gating_unit(
+            z, padding_mask=padding_mask, attention_output=attention_output
+        )
+        y = dense_on_last_axis(self.output_dense, z)
+        y = self.dropout_layer(y, training=training)
+        return inputs + self.drop_path(y, training=training)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "sequence_length": self.sequence_length,
+                "attention_dim": self.attention_dim,
+                "causal": self.causal,
+                "num_heads": self.num_heads,
+                "drop_path_rate": self.drop_path_rate,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+            }
+        )
+        return config

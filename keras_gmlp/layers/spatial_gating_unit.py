@@ -1,0 +1,180 @@
+import keras
+from keras import ops
+
+from keras_gmlp.layers._validation import check_length
+from keras_gmlp.layers._validation import check_positive_int
+from keras_gmlp.layers._validation import check_rank
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class SpatialGatingUnit(keras.layers.Layer):
+    """The spatial gating unit (SGU) of gMLP.
+
+    The channels are split in two halves. The first half `u` is the gate's
+    multiplicand; the second half `v` is layer-normalised and projected
+    along the token axis, `v'[m] = sum_n W[m, n] v[n] + b[m]`, and the
+    output is `u * v'`. `W` starts near zero and `b` at one, so a fresh unit
+    passes `u` through unchanged (the block starts as a plain FFN).
+
+    A unit built for `sequence_length=n` accepts any length `m <= n` and then
+    uses `W[:m, :m]` and `b[:m]`. Tokens where `padding_mask` is false
+    contribute nothing to the projection, so the outputs of real tokens do
+    not depend on how much padding follows them. With `causal=True` the
+    projection is lower-triangular: token `i` never sees tokens after `i`.
+
+    Args:
+        sequence_length: int, the maximum number of tokens `n`.
+        causal: bool, whether to mask the projection to be lower-triangular.
+        num_heads: int, number of channel groups, each with its own `W` and
+            `b` (the multi-head SGU). Must divide half the channel count.
+        epsilon: float, epsilon of the layer normalisation of `v`.
+        kernel_initializer: initializer of `W`. Defaults to a normal
+            distribution with standard deviation 1e-6.
+        bias_initializer: initializer of `b`. Defaults to ones.
+        kernel_regularizer: optional regularizer of `W`.
+        bias_regularizer: optional regularizer of `b`.
+        **kwargs: standard layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: tensor of shape `(batch, length, channels)`, `channels` even.
+        padding_mask: optional boolean tensor `(batch, length)`, true for
+            real tokens.
+        attention_output: optional tensor `(batch, length, channels // 2)`
+            added to the projected gate before the multiplication (aMLP).
+
+    Returns:
+        A tensor of shape `(batch, length, channels // 2)`.
+
+    Examples:
+
+    ```python
+    sgu = keras_gmlp.layers.SpatialGatingUnit(sequence_length=128)
+    x = keras.random.normal((2, 100, 512))
+    mask = keras.ops.arange(100)[None, :] < keras.ops.array([[100], [60]])
+    y = sgu(x, padding_mask=mask)  # shape (2, 100, 256)
+    ```
+    """
+
+    def __init__(
+        self,
+        sequence_length,
+        causal=False,
+        num_heads=1,
+        epsilon=1e-5,
+        kernel_initializer=None,
+        bias_initializer="ones",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("sequence_length", sequence_length)
+        check_positive_int("num_heads", num_heads)
+        if epsilon <= 0:
+            raise ValueError(
+                f"Argument `epsilon` must be positive. Received: epsilon={epsilon}"
+            )
+        self.sequence_length = sequence_length
+        self.causal = bool(causal)
+        self.num_heads = num_heads
+        self.epsilon = epsilon
+        if kernel_initializer is None:
+            kernel_initializer = keras.initializers.RandomNormal(stddev=1e-6)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=epsilon, dtype=self.dtype_policy, name="norm"
+        )
+
+    def build(
+        self, inputs_shape, padding_mask_shape=None, attention_output_shape=None
+    ):
+        check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
+        channels = inputs_shape[-1]
+        if channels is None or channels % 2:
+            raise ValueError(
+                "SpatialGatingUnit splits the channels in two halves, so the "
+                "last axis of `inputs` must be even. Received: "
+                f"inputs.shape={tuple(inputs_shape)}"
+            )
+        gate_dim = channels // 2
+        if gate_dim % self.num_heads:
+            raise ValueError(
+                f"Argument `num_heads` must divide half the channel count "
+                f"({gate_dim}). Received: num_heads={self.num_heads}"
+            )
+        check_length(self.__class__.__name__, inputs_shape[1], self.sequence_length)
+        self.norm.build(tuple(inputs_shape[:-1]) + (gate_dim,))
+        n = self.sequence_length
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(self.num_heads, n, n),
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+        self.bias = self.add_weight(
+            name="bias",
+            shape=(self.num_heads, n),
+            initializer=self.bias_initializer,
+            regularizer=self.bias_regularizer,
+        )
+
+    def call(self, inputs, padding_mask=None, attention_output=None):
+        length = inputs.shape[1]
+        check_length(self.__class__.__name__, length, self.sequence_length)
+        if length is None:
+            length = ops.shape(inputs)[1]
+        u, v = ops.split(inputs, 2, axis=-1)
+        v = ops.cast(self.norm(v), u.dtype)
+        if padding_mask is not None:
+            # Zeroed after the norm: a padded token then adds nothing to W @ v.
+            v = v * ops.cast(padding_mask, v.dtype)[:, :, None]
+        kernel = self.kernel[:, :length, :length]
+        bias = self.bias[:, :length]
+        if self.causal:
+            kernel = kernel * ops.tril(ops.ones((length, length), kernel.dtype))
+        kernel = ops.cast(kernel, v.dtype)
+        bias = ops.cast(bias, v.dtype)
+        if self.num_heads == 1:
+            v = ops.einsum("mn,bnc->bmc", kernel[0], v) + bias[0][:, None]
+        else:
+            batch = ops.shape(v)[0]
+            head_dim = v.shape[-1] // self.num_heads
+            v = ops.reshape(v, (batch, length, self.num_heads, head_dim))
+            v = ops.einsum("hmn,bnhc->bmhc", kernel, v)
+            v = v + ops.transpose(bias)[:, :, None]
+            v = ops.reshape(v, (batch, length, self.num_heads * head_dim))
+        if attention_output is not None:
+            v = v + ops.cast(attention_output, v.dtype)
+        return u * v
+
+    def compute_output_shape(
+        self, inputs_shape, padding_mask_shape=None, attention_output_shape=None
+    ):
+        return tuple(inputs_shape[:-1]) + (inputs_shape[-1] // 2,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "sequence_length": self.sequence_length,
+                "causal": self.causal,
+                "num_heads": self.num_heads,
+                "epsilon": self.epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+                "bias_regularizer": keras.regularizers.serialize(
+                    self.bias_regularizer
+                ),
+            }
+        )
+        return config

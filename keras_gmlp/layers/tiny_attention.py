@@ -1,0 +1,125 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_gmlp.layers._validation import check_positive_int
+from keras_gmlp.layers._validation import check_rank
+
+# Large enough to vanish under softmax in float32, small enough that a row
+# with every key masked still gives finite (uniform) weights instead of NaN.
+_MASKED_SCORE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class TinyAttention(keras.layers.Layer):
+    """Single-head "tiny" attention of aMLP.
+
+    Queries, keys and values come from one bias-free projection of the
+    block's normalised input to `3 * attention_dim`; the attention output
+    `softmax(q k^T / sqrt(attention_dim)) v` is projected to `output_dim`
+    (half of the block's `intermediate_dim`) and added to the SGU's
+    projected gate. Keys where `padding_mask` is false get no weight; with
+    `causal=True` a query never attends to later keys. Scores and softmax
+    are computed in float32 under mixed precision.
+
+    Args:
+        attention_dim: int, size of the query, key and value vectors
+            (64 for aMLP-base, 128 for aMLP-large).
+        output_dim: int, size of the output projection.
+        causal: bool, whether to hide later tokens from each query.
+        kernel_initializer: initializer of both projections' kernels.
+        bias_initializer: initializer of the output projection's bias.
+        **kwargs: standard layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: tensor of shape `(batch, length, channels)`.
+        padding_mask: optional boolean tensor `(batch, length)`, true for
+            real tokens.
+
+    Returns:
+        A tensor of shape `(batch, length, output_dim)`.
+
+    Examples:
+
+    ```python
+    attention = keras_gmlp.layers.TinyAttention(attention_dim=64, output_dim=768)
+    x = keras.random.normal((2, 128, 512))
+    y = attention(x)  # shape (2, 128, 768)
+    ```
+    """
+
+    def __init__(
+        self,
+        attention_dim,
+        output_dim,
+        causal=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_positive_int("attention_dim", attention_dim)
+        check_positive_int("output_dim", output_dim)
+        self.attention_dim = attention_dim
+        self.output_dim = output_dim
+        self.causal = bool(causal)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.qkv_dense = keras.layers.Dense(
+            3 * attention_dim,
+            use_bias=False,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="qkv",
+        )
+        self.output_dense = keras.layers.Dense(
+            output_dim,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name="output",
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
+        self.qkv_dense.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.attention_dim,))
+
+    def call(self, inputs, padding_mask=None):
+        query, key, value = ops.split(self.qkv_dense(inputs), 3, axis=-1)
+        scores = ops.einsum("bqd,bkd->bqk", query, key)
+        scores = ops.cast(scores, "float32") / math.sqrt(self.attention_dim)
+        allowed = None
+        if padding_mask is not None:
+            allowed = ops.cast(padding_mask, "bool")[:, None, :]
+        if self.causal:
+            length = ops.shape(inputs)[1]
+            positions = ops.arange(length)
+            causal_mask = (positions[None, :] <= positions[:, None])[None]
+            allowed = causal_mask if allowed is None else allowed & causal_mask
+        if allowed is not None:
+            scores = ops.where(allowed, scores, _MASKED_SCORE)
+        weights = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+        attended = ops.einsum("bqk,bkd->bqd", weights, value)
+        return self.output_dense(attended)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape[:-1]) + (self.output_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "attention_dim": self.attention_dim,
+                "output_dim": self.output_dim,
+                "causal": self.causal,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

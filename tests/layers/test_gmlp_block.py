@@ -168,3 +168,30 @@ def test_bad_inputs():
         gMLPBlock(8, 12, 10)(np.zeros((10, 8), "float32"))
     with pytest.raises(ValueError, match="sequence_length=10"):
         gMLPBlock(8, 12, 10)(np.zeros((1, 11, 8), "float32"))
+
+
+@pytest.mark.parametrize("attention_dim", [None, 4])
+def test_cached_decoding_equals_full_causal_pass(rng, attention_dim):
+    """Prefill a prompt into the cache, then feed one token at a time: every
+    output equals the uncached causal pass over the whole sequence."""
+    block, _ = _block(rng, attention_dim, causal=True, length=12)
+    x = rng.standard_normal((2, 9, 8)).astype("float32")
+    full = to_numpy(block(x))
+    cache = block.initial_cache(batch_size=2, cache_length=10)
+    outputs, cache = block(x[:, :4], cache=cache, cache_update_index=0)
+    steps = [to_numpy(outputs)]
+    for index in range(4, 9):
+        outputs, cache = block(
+            x[:, index : index + 1], cache=cache, cache_update_index=index
+        )
+        steps.append(to_numpy(outputs))
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-5)
+
+
+def test_cache_requires_causal_block(rng):
+    block = gMLPBlock(8, 12, 10)
+    with pytest.raises(ValueError, match="causal"):
+        block(
+            np.zeros((1, 1, 8), "float32"),
+            cache=block.initial_cache(1, 10), cache_update_index=0,
+        )

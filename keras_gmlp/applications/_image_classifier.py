@@ -153,6 +153,9 @@ def build_image_classifier(
     inputs, x = _image_input(
         input_tensor, input_shape, default_size, patch_size, weights
     )
+    if weights == "imagenet":
+        # Before building, so a missing file fails fast.
+        weights = fetch_imagenet_weights(variant)
     if include_preprocessing:
         # timm's gMLP and Mixer weights expect mean = std = 0.5 on [0, 1],
         # i.e. pixels in [-1, 1].
@@ -177,9 +180,6 @@ def build_image_classifier(
     else:
         x = keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
     model = keras.Model(inputs, x, name=name)
-
-    if weights == "imagenet":
-        weights = fetch_imagenet_weights(variant)
     if weights is not None:
         load_weights(model, weights)
     return model
@@ -193,7 +193,7 @@ def load_weights(model, path):
         return
     # Keras loads layer by layer; restore the initial values if it stops
     # half-way, so a failed load never leaves a mixture behind.
-    initial = [np.array(variable.numpy()) for variable in model.weights]
+    initial = [keras.ops.convert_to_numpy(v) for v in model.weights]
     try:
         model.load_weights(path)
     except Exception:

@@ -11,6 +11,7 @@ from the checkpoint's.
 
 import os
 
+import keras
 import numpy as np
 
 from keras_gmlp.applications.resampling import infer_grid
@@ -323,7 +324,8 @@ def timm_state_dict(model):
     _, entries = _model_entries(model)
     return {
         key: np.asarray(
-            _KINDS[kind][1](np.array(variable.numpy())), dtype=np.float32
+            _KINDS[kind][1](keras.ops.convert_to_numpy(variable)),
+            dtype=np.float32,
         )
         for key, variable, kind in entries
     }
@@ -356,8 +358,6 @@ def fetch_imagenet_weights(variant):
     path = fetch_imagenet_weights("gmlp_s16")
     ```
     """
-    import keras
-
     repository = IMAGENET_WEIGHTS[variant]
     file_name = repository.split("/")[-1] + ".safetensors"
     origin = f"https://huggingface.co/{repository}/resolve/main/model.safetensors"

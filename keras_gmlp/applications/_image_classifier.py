@@ -12,7 +12,7 @@ from keras_gmlp.applications.weights import fetch_imagenet_weights
 from keras_gmlp.applications.weights import load_timm_weights
 from keras_gmlp.layers import PatchEmbedding
 
-KERAS_SUFFIXES = (".weights.h5", ".h5")
+KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
 
 
 def _check_arguments(
@@ -28,7 +28,8 @@ def _check_arguments(
         )
     if is_file and not os.fspath(weights).endswith(KERAS_SUFFIXES + TIMM_SUFFIXES):
         raise ValueError(
-            "A weights file must be a Keras `.weights.h5` or a timm checkpoint "
+            "A weights file must be a Keras `.weights.h5` (or `.keras`) or a "
+            "timm checkpoint "
             f"({', '.join(TIMM_SUFFIXES)}). Received: weights={weights!r}"
         )
     if weights == "imagenet" and variant not in IMAGENET_WEIGHTS:
@@ -86,7 +87,7 @@ def _image_input(input_tensor, input_shape, default_size, patch_size, weights):
             "`input_shape` must be a tuple of three integers, (height, width, "
             f"channels). Received: input_shape={input_shape}"
         )
-    if weights is not None and input_shape[-1] != 3:
+    if weights == "imagenet" and input_shape[-1] != 3:
         raise ValueError(
             f"The input must have 3 channels; Received `input_shape={input_shape}`"
         )

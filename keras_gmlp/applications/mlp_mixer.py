@@ -41,7 +41,8 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
         name: name of the model.
 
     Returns:
-        A `keras.Model`.
+        A `keras.Model` for one input size: calling it on images of another
+        size raises a ValueError; build a model for that size instead.
 
     Examples:
 

@@ -181,6 +181,7 @@ def read_checkpoint(path):
     return {
         key.removeprefix("module."): value.detach().float().numpy()
         for key, value in state.items()
+        if isinstance(value, torch.Tensor)
     }
 
 

@@ -220,3 +220,16 @@ def test_imagenet_weights_without_network_or_cache_say_where_to_put_them(
         applications.MixerB16(weights="imagenet")
     assert expected in str(error.value)
     assert "https://huggingface.co/timm/mixer_b16_224.goog_in21k_ft_in1k" in str(error.value)
+
+
+@pytest.mark.parametrize("file_name", ["gray.weights.h5", "gray.keras"])
+def test_own_grayscale_weights_reload(tmp_path, rng, file_name):
+    model = tiny_gmlp(input_shape=(16, 16, 1), classes=3)
+    path = str(tmp_path / file_name)
+    model.save(path) if file_name.endswith(".keras") else model.save_weights(path)
+    images = rng.uniform(0, 255, (2, 16, 16, 1)).astype("float32")
+    restored = tiny_gmlp(input_shape=(16, 16, 1), classes=3, weights=path)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(restored(images)),
+        keras.ops.convert_to_numpy(model(images)),
+    )

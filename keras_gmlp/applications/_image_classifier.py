@@ -197,7 +197,15 @@ def load_weights(model, path):
     initial = [keras.ops.convert_to_numpy(v) for v in model.weights]
     try:
         model.load_weights(path)
-    except Exception:
+    except Exception as error:
         for variable, value in zip(model.weights, initial):
             variable.assign(value)
-        raise
+        if not isinstance(error, ValueError):
+            raise
+        raise ValueError(
+            f"{error}\n\nNo weights were loaded from {path!r}. Keras weights "
+            "files load only into the same architecture and input size. For "
+            "another input size, build the model at the size it was trained "
+            "at, load them there, and transfer them with resampling: "
+            "`load_timm_weights(new_model, timm_state_dict(old_model))`."
+        ) from error

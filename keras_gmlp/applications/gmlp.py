@@ -17,8 +17,8 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     `[-1, 1]` inside (timm's normalisation for gMLP) unless
     `include_preprocessing=False`; `preprocess_input` is a pass-through.
     Any input size that the patch size 16 divides works, square or not.
-    Weights trained at another size are loaded with the spatial weights
-    resampled to the new patch grid.
+    timm checkpoints trained at another size are loaded with the spatial
+    weights resampled to the new patch grid (`load_timm_weights`).
 
     Args:
         include_top: whether to include the classification head (final

@@ -12,9 +12,9 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (the normalisation of the Google Mixer weights) unless
     `include_preprocessing=False`; `preprocess_input` is a pass-through.
-    Any input size that the patch size {patch} divides works. Weights
-    trained at another size are loaded with the token-mixing MLP resampled
-    to the new patch grid.
+    Any input size that the patch size {patch} divides works. timm
+    checkpoints trained at another size are loaded with the token-mixing
+    MLP resampled to the new patch grid (`load_timm_weights`).
 
     Args:
         include_top: whether to include the classification head (final

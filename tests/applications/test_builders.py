@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_gmlp import applications
+from keras_gmlp.applications._image_classifier import load_weights
 from keras_gmlp.applications.gmlp import gMLP
 from keras_gmlp.layers import StochasticDepth
 
@@ -145,14 +146,14 @@ def test_keras_file_round_trip(family, tmp_path):
     assert np.max(np.abs(logits - golden["logits"])) <= 1e-4
 
 
-def test_weights_h5_of_another_architecture_loads_nothing(tmp_path):
+def test_weights_h5_of_another_input_size_loads_nothing(tmp_path):
+    # Keras loads layer by layer: the stem would load before the first
+    # spatial gating unit, sized for 25 tokens instead of 16, fails.
     path = str(tmp_path / "other.weights.h5")
-    tiny_gmlp(input_shape=(16, 16, 3), hidden_dim=8).save_weights(path)
+    tiny_gmlp(input_shape=(20, 20, 3)).save_weights(path)
     model = tiny_gmlp(input_shape=(16, 16, 3))
     before = [keras.ops.convert_to_numpy(v) for v in model.weights]
-    with pytest.raises(ValueError):
-        from keras_gmlp.applications._image_classifier import load_weights
-
+    with pytest.raises(ValueError, match="No weights were loaded"):
         load_weights(model, path)
     for variable, value in zip(model.weights, before):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)

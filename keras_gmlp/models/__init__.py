@@ -18,6 +18,9 @@ _TEXT_MODELS = (
 )
 
 
+__all__ = list(_TEXT_MODELS)
+
+
 def __getattr__(name):
     if name in _TEXT_MODELS:
         module = importlib.import_module("keras_gmlp.models.gmlp")

@@ -36,7 +36,7 @@ class gMLPTextClassifierPreprocessor(TextClassifierPreprocessor):
     # Sentence pairs: convert to tensors first.
     first = tf.constant(["The quick brown fox jumped.", "Call me Ishmael."])
     second = tf.constant(["The fox tripped.", "Oh look, a whale."])
-    x = preprocessor((first, second))
+    x = preprocessor(x=(first, second))
     ```
     """
 

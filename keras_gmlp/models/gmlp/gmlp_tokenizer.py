@@ -38,10 +38,11 @@ class gMLPTokenizer(WordPieceTokenizer):
     tokenizer("the quick brown fox.")  # [5, 6, 7, 8, 9]
     tokenizer.detokenize([5, 6, 7, 8, 9])  # "the quick brown fox ."
 
-    # A vocabulary trained on your own text.
-    texts = ["a first document.", "and a second one."]
+    # A vocabulary trained on your own text: a tf.data.Dataset of strings
+    # or a list of text files.
+    texts = tf.data.Dataset.from_tensor_slices(["a first text.", "a second."])
     tokenizer = keras_gmlp.models.gMLPTokenizer.from_corpus(
-        texts, vocabulary_size=100, lowercase=True
+        texts.batch(1000), vocabulary_size=100, lowercase=True
     )
     ```
     """
@@ -71,8 +72,8 @@ class gMLPTokenizer(WordPieceTokenizer):
         """Trains a WordPiece vocabulary on `data` and returns a tokenizer.
 
         Args:
-            data: a `tf.data.Dataset` of strings, a list of strings, or a
-                list of text file paths.
+            data: a `tf.data.Dataset` of strings (batch it, e.g. by
+                1,000, for speed) or a list of paths of text files.
             vocabulary_size: int, the size of the vocabulary to train,
                 special tokens included. Small corpora may give fewer.
             lowercase: bool, whether to lowercase the text.
@@ -89,6 +90,9 @@ class gMLPTokenizer(WordPieceTokenizer):
             strip_accents=strip_accents,
             reserved_tokens=list(SPECIAL_TOKENS),
         )
+        if vocabulary_output_file is not None:
+            # keras-hub then writes the file instead of returning the list.
+            vocabulary = vocabulary_output_file
         return cls(
             vocabulary=vocabulary,
             lowercase=lowercase,

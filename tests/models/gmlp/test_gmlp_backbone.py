@@ -193,7 +193,8 @@ def test_token_ids_outside_vocabulary(init_kwargs, input_data):
     backbone = gMLPBackbone(**init_kwargs)
     too_high = {**input_data, "token_ids": input_data["token_ids"].copy()}
     too_high["token_ids"][0, 3] = VOCABULARY_SIZE
-    with pytest.raises(ValueError, match=r"vocabulary_size=40.*Received: a token id of 40"):
+    message = r"vocabulary_size=40.*Received: a token id of 40"
+    with pytest.raises(ValueError, match=message):
         backbone(too_high)
     negative = {**input_data, "token_ids": input_data["token_ids"].copy()}
     negative["token_ids"][1, 0] = -1
@@ -204,7 +205,8 @@ def test_token_ids_outside_vocabulary(init_kwargs, input_data):
 def test_sequence_longer_than_maximum(init_kwargs, make_batch):
     backbone = gMLPBackbone(**init_kwargs)
     too_long = make_batch(VOCABULARY_SIZE, batch=2, length=17)
-    with pytest.raises(ValueError, match="max_sequence_length=16.*Received: sequence length 17"):
+    message = "max_sequence_length=16.*Received: sequence length 17"
+    with pytest.raises(ValueError, match=message):
         backbone(too_long)
     with pytest.raises(ValueError, match="max_sequence_length=16"):
         backbone.predict(too_long, verbose=0)

@@ -35,7 +35,9 @@ def test_masks_only_real_tokens(tokenizer, sentences):
     for row in range(4):
         chosen = x["mask_positions"][row][sample_weight[row] > 0]
         assert len(chosen) > 0
-        np.testing.assert_array_equal(y[row][sample_weight[row] > 0], packed["token_ids"][row][chosen])
+        np.testing.assert_array_equal(
+            y[row][sample_weight[row] > 0], packed["token_ids"][row][chosen]
+        )
         assert not special & set(packed["token_ids"][row][chosen].tolist())
         unchosen = np.setdiff1d(np.arange(24), chosen)
         np.testing.assert_array_equal(

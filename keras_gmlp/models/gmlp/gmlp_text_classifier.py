@@ -19,7 +19,7 @@ class gMLPTextClassifier(TextClassifier):
     supported; pairs are told apart by the segment ids.
 
     With a `preprocessor`, `fit()`, `evaluate()` and `predict()` take raw
-    strings (or `(first, second)` tuples of string tensors); with
+    strings (or `(first, second)` pairs of string tensors); with
     `preprocessor=None` they take its output. `compile()` defaults to sparse
     categorical cross-entropy, Adam 5e-5 and accuracy.
 
@@ -42,10 +42,15 @@ class gMLPTextClassifier(TextClassifier):
     )
     classifier.fit(x=["a good film", "a dull film"], y=[1, 0], batch_size=2)
 
-    # Sentence pairs.
+    # Sentence pairs: in tf.data, as ((first, second), label) elements, or
+    # as a 1-tuple ((first, second),) without labels, so that the pair is
+    # not read as (x, y).
     first = tf.constant(["The fox ran.", "It rained."])
     second = tf.constant(["An animal moved.", "The sky was clear."])
-    classifier.predict((first, second))
+    pairs = tf.data.Dataset.from_tensor_slices(((first, second), [1, 0]))
+    classifier.fit(pairs.batch(2))
+    unlabeled = tf.data.Dataset.from_tensor_slices(((first, second),))
+    classifier.predict(unlabeled.batch(2))
     ```
     """
 

@@ -1,0 +1,222 @@
+import keras
+from keras_hub.models import Backbone
+
+from keras_gmlp.layers import gMLPBlock
+from keras_gmlp.layers._validation import check_positive_int
+from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.models.gmlp._checks import check_sequence_length
+from keras_gmlp.models.gmlp._checks import check_token_ids
+
+
+def gmlp_embedding_initializer():
+    return keras.initializers.TruncatedNormal(stddev=0.02)
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class gMLPBackbone(Backbone):
+    """The gMLP (or aMLP) text encoder of "Pay Attention to MLPs".
+
+    Token and segment embeddings are summed (there are no position
+    embeddings: each block's spatial gating unit carries position) and run
+    through `num_layers` pre-norm `gMLPBlock`s and a final layer
+    normalisation. With `attention_dim` every block also has a tiny
+    single-head attention (aMLP).
+
+    The encoder is built for `max_sequence_length` tokens and accepts any
+    shorter length. `padding_mask` reaches every block's spatial gating unit
+    and tiny attention, so the outputs of real tokens do not depend on how
+    much padding follows them.
+
+    The model has two outputs: `"sequence_output"`, `(batch, length,
+    hidden_dim)`, and `"pooled_output"`, `(batch, hidden_dim)`, the mean of
+    the sequence output over the real tokens. gMLP has no attention from a
+    `[CLS]` token to summarise the sequence (and MLM pretraining never trains
+    that token to do it), so the pooled output is a parameter-free masked
+    mean, which is also independent of the padding.
+
+    Args:
+        vocabulary_size: int, the number of token ids.
+        num_layers: int, the number of gMLP blocks.
+        hidden_dim: int, the width of the token representations (d_model).
+        intermediate_dim: int, the width inside each block (d_ffn), even.
+        max_sequence_length: int, the longest input the spatial weights
+            cover.
+        num_segments: int, the number of segment ids (2 for sentence pairs).
+        attention_dim: optional int, the size of each block's tiny attention
+            (aMLP). `None` builds gMLP.
+        causal: bool, whether token `i` may only see tokens `<= i`.
+        dropout: float in `[0, 1)`, dropout on the embeddings and on each
+            block's residual branch.
+        dtype: string or `keras.DTypePolicy`, the dtype policy of the
+            computations and weights. Norms and softmax run in float32.
+        **kwargs: standard `keras.Model` arguments such as `name`.
+
+    Examples:
+
+    ```python
+    input_data = {
+        "token_ids": np.array([[2, 7, 9, 3, 0, 0]]),
+        "segment_ids": np.zeros((1, 6), dtype="int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 0, 0]]),
+    }
+    # A small aMLP encoder.
+    backbone = keras_gmlp.models.gMLPBackbone(
+        vocabulary_size=1000,
+        num_layers=2,
+        hidden_dim=64,
+        intermediate_dim=256,
+        max_sequence_length=128,
+        attention_dim=32,
+    )
+    outputs = backbone(input_data)
+    outputs["sequence_output"].shape  # (1, 6, 64)
+    outputs["pooled_output"].shape  # (1, 64)
+    ```
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        attention_dim=None,
+        causal=False,
+        dropout=0.1,
+        dtype=None,
+        **kwargs,
+    ):
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("num_layers", num_layers),
+            ("hidden_dim", hidden_dim),
+            ("intermediate_dim", intermediate_dim),
+            ("max_sequence_length", max_sequence_length),
+            ("num_segments", num_segments),
+        ):
+            check_positive_int(name, value)
+        if attention_dim is not None:
+            check_positive_int("attention_dim", attention_dim)
+        check_rate("dropout", dropout)
+
+        # === Layers ===
+        self.token_embedding = keras.layers.ReversibleEmbedding(
+            input_dim=vocabulary_size,
+            output_dim=hidden_dim,
+            embeddings_initializer=gmlp_embedding_initializer(),
+            dtype=dtype,
+            name="token_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            input_dim=num_segments,
+            output_dim=hidden_dim,
+            embeddings_initializer=gmlp_embedding_initializer(),
+            dtype=dtype,
+            name="segment_embedding",
+        )
+        self.embeddings_add = keras.layers.Add(
+            dtype=dtype, name="embeddings_add"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="embeddings_dropout"
+        )
+        self.gmlp_blocks = [
+            gMLPBlock(
+                hidden_dim=hidden_dim,
+                intermediate_dim=intermediate_dim,
+                sequence_length=max_sequence_length,
+                attention_dim=attention_dim,
+                causal=causal,
+                dropout=dropout,
+                layer_norm_epsilon=1e-6,
+                dtype=dtype,
+                name=f"gmlp_block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.final_layer_norm = keras.layers.LayerNormalization(
+            epsilon=1e-6, dtype=dtype, name="final_layer_norm"
+        )
+        self.pooler = keras.layers.GlobalAveragePooling1D(
+            dtype=dtype, name="pooler"
+        )
+
+        # === Functional Model ===
+        token_id_input = keras.Input(
+            shape=(None,), dtype="int32", name="token_ids"
+        )
+        segment_id_input = keras.Input(
+            shape=(None,), dtype="int32", name="segment_ids"
+        )
+        padding_mask_input = keras.Input(
+            shape=(None,), dtype="int32", name="padding_mask"
+        )
+        x = self.embeddings_add(
+            (
+                self.token_embedding(token_id_input),
+                self.segment_embedding(segment_id_input),
+            )
+        )
+        x = self.embeddings_dropout(x)
+        for block in self.gmlp_blocks:
+            x = block(x, padding_mask=padding_mask_input)
+        sequence_output = self.final_layer_norm(x)
+        pooled_output = self.pooler(sequence_output, mask=padding_mask_input)
+        super().__init__(
+            inputs={
+                "token_ids": token_id_input,
+                "segment_ids": segment_id_input,
+                "padding_mask": padding_mask_input,
+            },
+            outputs={
+                "sequence_output": sequence_output,
+                "pooled_output": pooled_output,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.attention_dim = attention_dim
+        self.causal = bool(causal)
+        self.dropout = dropout
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        # Symbolic calls go through `compute_output_spec`; this runs on real
+        # (or traced) tensors, where lengths and, eagerly, values are known.
+        if isinstance(inputs, dict) and "token_ids" in inputs:
+            token_ids = inputs["token_ids"]
+            check_sequence_length(
+                token_ids.shape[1] if len(token_ids.shape) > 1 else None,
+                self.max_sequence_length,
+                self.__class__.__name__,
+            )
+            check_token_ids(
+                token_ids, self.vocabulary_size, self.__class__.__name__
+            )
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "attention_dim": self.attention_dim,
+                "causal": self.causal,
+                "dropout": self.dropout,
+            }
+        )
+        return config

@@ -1,0 +1,70 @@
+import pytest
+
+from keras_gmlp.models import gMLPTokenizer
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+VOCABULARY += ["the", "quick", "brown", "fox", ".", "jump", "##ed"]
+
+
+def as_list(ids):
+    return [int(i) for i in (ids.numpy() if hasattr(ids, "numpy") else ids)]
+
+
+def test_special_tokens():
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY)
+    assert tokenizer.pad_token_id == 0
+    assert tokenizer.cls_token_id == tokenizer.start_token_id == 2
+    assert tokenizer.sep_token_id == tokenizer.end_token_id == 3
+    assert tokenizer.mask_token_id == 4
+    assert sorted(tokenizer.special_token_ids) == [0, 2, 3, 4]
+
+
+def test_tokenize_and_detokenize():
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY)
+    ids = as_list(tokenizer("the quick brown fox jumped."))
+    assert ids == [5, 6, 7, 8, 10, 11, 9]
+    assert as_list(tokenizer("the cat")) == [5, 1]  # unknown word -> [UNK]
+    text = tokenizer.detokenize([5, 6, 7, 8, 10, 11, 9])
+    text = text.numpy().decode() if hasattr(text, "numpy") else text
+    assert text == "the quick brown fox jumped ."
+
+
+def test_vocabulary_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n")
+    tokenizer = gMLPTokenizer(vocabulary=str(path))
+    assert tokenizer.get_vocabulary() == VOCABULARY
+
+
+def test_missing_special_token():
+    with pytest.raises(ValueError, match=r"\[MASK\]"):
+        gMLPTokenizer(vocabulary=[t for t in VOCABULARY if t != "[MASK]"])
+
+
+def test_config_round_trip():
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    revived = gMLPTokenizer.from_config(tokenizer.get_config())
+    assert revived.get_config() == tokenizer.get_config()
+    # As in keras-hub, the vocabulary is an asset, saved beside the config.
+    revived.set_vocabulary(tokenizer.get_vocabulary())
+    assert as_list(revived("THE FOX")) == [5, 8]
+
+
+def test_from_corpus(corpus, tmp_path):
+    import tensorflow as tf
+
+    path = tmp_path / "vocab.txt"
+    tokenizer = gMLPTokenizer.from_corpus(
+        tf.data.Dataset.from_tensor_slices(corpus[:200]).batch(100),
+        vocabulary_size=200,
+        lowercase=True,
+        vocabulary_output_file=str(path),
+    )
+    vocabulary = tokenizer.get_vocabulary()
+    assert vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert path.read_text().split("\n")[: len(vocabulary)] == vocabulary
+    assert 100 < len(vocabulary) <= 200
+    # Frequent words of the corpus are whole tokens, not unknowns.
+    ids = as_list(tokenizer("the value of the object"))
+    assert tokenizer.pad_token_id not in ids and 1 not in ids
+    assert tokenizer.detokenize(ids) is not None

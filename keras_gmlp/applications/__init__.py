@@ -7,6 +7,20 @@ are imported on first use and `import keras_gmlp.applications` stays light.
 
 import importlib
 
+from keras_gmlp.applications.gmlp import gMLPB
+from keras_gmlp.applications.gmlp import gMLPS
+from keras_gmlp.applications.gmlp import gMLPTi
+from keras_gmlp.applications.imagenet_utils import decode_predictions
+from keras_gmlp.applications.imagenet_utils import preprocess_input
+from keras_gmlp.applications.mlp_mixer import MixerB16
+from keras_gmlp.applications.mlp_mixer import MixerB32
+from keras_gmlp.applications.mlp_mixer import MixerL16
+from keras_gmlp.applications.mlp_mixer import MixerL32
+from keras_gmlp.applications.mlp_mixer import MixerS16
+from keras_gmlp.applications.mlp_mixer import MixerS32
+from keras_gmlp.applications.weights import load_timm_weights
+from keras_gmlp.applications.weights import timm_state_dict
+
 _TEXT_BUILDERS = ("gMLPBase", "gMLPLarge", "aMLPBase", "aMLPLarge")
 
 

@@ -1,4 +1,5 @@
 import keras
+from keras import ops
 
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._validation import check_positive_int
@@ -42,6 +43,12 @@ class gMLPBlock(keras.layers.Layer):
         padding_mask: optional boolean tensor `(batch, length)`, true for
             real tokens.
         training: bool, whether dropout and stochastic depth are active.
+        cache: optional decoding cache of a causal block (see
+            `initial_cache`); the inputs are then the tokens at positions
+            `cache_update_index ...` and the call returns
+            `(outputs, updated_cache)`.
+        cache_update_index: int or scalar tensor, position of the first
+            input token; required with `cache`.
 
     Examples:
 
@@ -157,19 +164,69 @@ class gMLPBlock(keras.layers.Layer):
             self.tiny_attention.build(inputs_shape)
         self.output_dense.build((None, self.intermediate_dim // 2))
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        training=None,
+        cache=None,
+        cache_update_index=None,
+    ):
+        sgu_cache = attention_cache = None
+        if cache is not None:
+            if self.tiny_attention is not None:
+                sgu_cache, attention_cache = cache
+            else:
+                sgu_cache = cache
         x = self.norm(inputs)
         attention_output = None
         if self.tiny_attention is not None:
-            attention_output = self.tiny_attention(x, padding_mask=padding_mask)
+            attention_output = self.tiny_attention(
+                x,
+                padding_mask=padding_mask,
+                cache=attention_cache,
+                cache_update_index=cache_update_index,
+            )
+            if cache is not None:
+                attention_output, attention_cache = attention_output
         z = dense_on_last_axis(self.expand_dense, x)
         z = keras.activations.gelu(z, approximate=False)
         z = self.spatial_gating_unit(
-            z, padding_mask=padding_mask, attention_output=attention_output
+            z,
+            padding_mask=padding_mask,
+            attention_output=attention_output,
+            cache=sgu_cache,
+            cache_update_index=cache_update_index,
         )
+        if cache is not None:
+            z, sgu_cache = z
         y = dense_on_last_axis(self.output_dense, z)
         y = self.dropout_layer(y, training=training)
-        return inputs + self.drop_path(y, training=training)
+        outputs = inputs + self.drop_path(y, training=training)
+        if cache is None:
+            return outputs
+        if self.tiny_attention is not None:
+            return outputs, (sgu_cache, attention_cache)
+        return outputs, sgu_cache
+
+    def initial_cache(self, batch_size, cache_length, dtype=None):
+        """An all-zero decoding cache for `call(..., cache=...)`.
+
+        The spatial gating unit caches the normalised gates, `(batch_size,
+        cache_length, intermediate_dim // 2)`; with tiny attention the cache
+        is the tuple `(gates, keys_and_values)`, the latter of shape
+        `(batch_size, 2, cache_length, attention_dim)`.
+        """
+        dtype = dtype or self.compute_dtype
+        gates = ops.zeros(
+            (batch_size, cache_length, self.intermediate_dim // 2), dtype=dtype
+        )
+        if self.tiny_attention is None:
+            return gates
+        keys_and_values = ops.zeros(
+            (batch_size, 2, cache_length, self.attention_dim), dtype=dtype
+        )
+        return gates, keys_and_values
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return inputs_shape

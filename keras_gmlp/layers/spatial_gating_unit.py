@@ -41,9 +41,18 @@ class SpatialGatingUnit(keras.layers.Layer):
             real tokens.
         attention_output: optional tensor `(batch, length, channels // 2)`
             added to the projected gate before the multiplication (aMLP).
+        cache: optional tensor `(batch, cache_length, channels // 2)` for
+            incremental decoding (causal units only): the normalised gates of
+            the tokens seen so far. The inputs are the tokens at positions
+            `cache_update_index ...`; their gates are written into the cache
+            and each one is projected from the cache, so a new token costs
+            `O(cache_length * channels)` instead of recomputing the prefix.
+        cache_update_index: int or scalar tensor, position of the first
+            input token; required with `cache`.
 
     Returns:
-        A tensor of shape `(batch, length, channels // 2)`.
+        A tensor of shape `(batch, length, channels // 2)`, or with `cache`
+        the tuple `(outputs, updated_cache)`.
 
     Examples:
 
@@ -121,34 +130,86 @@ class SpatialGatingUnit(keras.layers.Layer):
             regularizer=self.bias_regularizer,
         )
 
-    def call(self, inputs, padding_mask=None, attention_output=None):
-        length = inputs.shape[1]
-        check_length(self.__class__.__name__, length, self.sequence_length)
-        if length is None:
-            length = ops.shape(inputs)[1]
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_output=None,
+        cache=None,
+        cache_update_index=None,
+    ):
         u, v = ops.split(inputs, 2, axis=-1)
         v = ops.cast(self.norm(v), u.dtype)
         if padding_mask is not None:
             # Zeroed after the norm: a padded token then adds nothing to W @ v.
             v = v * ops.cast(padding_mask, v.dtype)[:, :, None]
-        kernel = self.kernel[:, :length, :length]
-        bias = self.bias[:, :length]
-        if self.causal:
-            kernel = kernel * ops.tril(ops.ones((length, length), kernel.dtype))
-        kernel = ops.cast(kernel, v.dtype)
-        bias = ops.cast(bias, v.dtype)
-        if self.num_heads == 1:
-            v = ops.einsum("mn,bnc->bmc", kernel[0], v) + bias[0][:, None]
+        length = inputs.shape[1]
+        if cache is None:
+            check_length(self.__class__.__name__, length, self.sequence_length)
+            if length is None:
+                length = ops.shape(inputs)[1]
+            start, context = 0, v
         else:
-            batch = ops.shape(v)[0]
-            head_dim = v.shape[-1] // self.num_heads
-            v = ops.reshape(v, (batch, length, self.num_heads, head_dim))
-            v = ops.einsum("hmn,bnhc->bmhc", kernel, v)
-            v = v + ops.transpose(bias)[:, :, None]
-            v = ops.reshape(v, (batch, length, self.num_heads * head_dim))
+            self._check_cache(cache, cache_update_index, length)
+            start = cache_update_index
+            context = ops.slice_update(
+                cache, (0, start, 0), ops.cast(v, cache.dtype)
+            )
+        projected = self._project(start, length, ops.cast(context, v.dtype))
         if attention_output is not None:
-            v = v + ops.cast(attention_output, v.dtype)
-        return u * v
+            projected = projected + ops.cast(attention_output, v.dtype)
+        outputs = u * projected
+        return outputs if cache is None else (outputs, context)
+
+    def _check_cache(self, cache, cache_update_index, length):
+        if not self.causal:
+            raise ValueError(
+                "A `cache` is only meaningful for causal models: a "
+                "bidirectional SpatialGatingUnit needs every token at once. "
+                "Received: cache with causal=False"
+            )
+        if cache_update_index is None:
+            raise ValueError(
+                "`cache_update_index` (the position of the first input token) "
+                "is required with `cache`. Received: cache_update_index=None"
+            )
+        check_length(self.__class__.__name__, cache.shape[1], self.sequence_length)
+        if isinstance(cache_update_index, int) and length is not None:
+            check_length(
+                f"{self.__class__.__name__}'s cache", cache_update_index + length,
+                cache.shape[1],
+            )
+
+    def _project(self, start, rows, context):
+        """`W[start:start + rows, :L] @ context + b[start:start + rows]`.
+
+        `context` holds the normalised gates of the first `L` tokens (all of
+        the input, or the decoding cache); the causal mask hides each row's
+        future, including cache slots not written yet.
+        """
+        columns = ops.shape(context)[1]
+        kernel = ops.slice(
+            ops.convert_to_tensor(self.kernel),
+            (0, start, 0),
+            (self.num_heads, rows, columns),
+        )
+        bias = ops.slice(
+            ops.convert_to_tensor(self.bias), (0, start), (self.num_heads, rows)
+        )
+        kernel = ops.cast(kernel, context.dtype)
+        bias = ops.cast(bias, context.dtype)
+        if self.causal:
+            positions = start + ops.arange(rows)
+            visible = ops.arange(columns)[None, :] <= positions[:, None]
+            kernel = kernel * ops.cast(visible, kernel.dtype)[None]
+        if self.num_heads == 1:
+            return ops.einsum("mn,bnc->bmc", kernel[0], context) + bias[0][:, None]
+        batch = ops.shape(context)[0]
+        head_dim = context.shape[-1] // self.num_heads
+        context = ops.reshape(context, (batch, columns, self.num_heads, head_dim))
+        projected = ops.einsum("hmn,bnhc->bmhc", kernel, context)
+        projected = projected + ops.transpose(bias)[:, :, None]
+        return ops.reshape(projected, (batch, rows, self.num_heads * head_dim))
 
     def compute_output_shape(
         self, inputs_shape, padding_mask_shape=None, attention_output_shape=None

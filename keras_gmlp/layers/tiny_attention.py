@@ -34,11 +34,18 @@ class TinyAttention(keras.layers.Layer):
 
     Call arguments:
         inputs: tensor of shape `(batch, length, channels)`.
-        padding_mask: optional boolean tensor `(batch, length)`, true for
-            real tokens.
+        padding_mask: optional boolean tensor `(batch, key_length)`, true
+            for real tokens.
+        cache: optional tensor `(batch, 2, cache_length, attention_dim)`,
+            the keys and values of the tokens seen so far (causal layers
+            only). The inputs' keys and values are written at
+            `cache_update_index` and the queries attend over the cache.
+        cache_update_index: int or scalar tensor, position of the first
+            input token; required with `cache`.
 
     Returns:
-        A tensor of shape `(batch, length, output_dim)`.
+        A tensor of shape `(batch, length, output_dim)`, or with `cache` the
+        tuple `(outputs, updated_cache)`.
 
     Examples:
 
@@ -86,23 +93,42 @@ class TinyAttention(keras.layers.Layer):
         self.qkv_dense.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.attention_dim,))
 
-    def call(self, inputs, padding_mask=None):
+    def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):
         query, key, value = ops.split(self.qkv_dense(inputs), 3, axis=-1)
+        start = 0
+        if cache is not None:
+            if not self.causal:
+                raise ValueError(
+                    "A `cache` is only meaningful for causal attention. "
+                    "Received: cache with causal=False"
+                )
+            if cache_update_index is None:
+                raise ValueError(
+                    "`cache_update_index` is required with `cache`. "
+                    "Received: cache_update_index=None"
+                )
+            start = cache_update_index
+            update = ops.stack([key, value], axis=1)
+            cache = ops.slice_update(
+                cache, (0, 0, start, 0), ops.cast(update, cache.dtype)
+            )
+            key = ops.cast(cache[:, 0], query.dtype)
+            value = ops.cast(cache[:, 1], query.dtype)
         scores = ops.einsum("bqd,bkd->bqk", query, key)
         scores = ops.cast(scores, "float32") / math.sqrt(self.attention_dim)
         allowed = None
         if padding_mask is not None:
             allowed = ops.cast(padding_mask, "bool")[:, None, :]
         if self.causal:
-            length = ops.shape(inputs)[1]
-            positions = ops.arange(length)
-            causal_mask = (positions[None, :] <= positions[:, None])[None]
+            query_positions = start + ops.arange(ops.shape(query)[1])
+            key_positions = ops.arange(ops.shape(key)[1])
+            causal_mask = (key_positions[None, :] <= query_positions[:, None])[None]
             allowed = causal_mask if allowed is None else allowed & causal_mask
         if allowed is not None:
             scores = ops.where(allowed, scores, _MASKED_SCORE)
         weights = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
-        attended = ops.einsum("bqk,bkd->bqd", weights, value)
-        return self.output_dense(attended)
+        outputs = self.output_dense(ops.einsum("bqk,bkd->bqd", weights, value))
+        return outputs if cache is None else (outputs, cache)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape[:-1]) + (self.output_dim,)

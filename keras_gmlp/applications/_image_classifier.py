@@ -1,0 +1,211 @@
+"""What the gMLP and MLP-Mixer builders share: keras.applications' argument
+rules, the input, the stem, the top and weight loading."""
+
+import os
+
+import keras
+import numpy as np
+
+from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
+from keras_gmlp.applications.weights import TIMM_SUFFIXES
+from keras_gmlp.applications.weights import fetch_imagenet_weights
+from keras_gmlp.applications.weights import load_timm_weights
+from keras_gmlp.layers import PatchEmbedding
+
+KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
+
+
+def _check_arguments(
+    variant, include_top, weights, pooling, classes, classifier_activation,
+    drop_path_rate,
+):
+    is_file = isinstance(weights, (str, os.PathLike)) and os.path.isfile(weights)
+    if not (weights in (None, "imagenet") or is_file):
+        raise ValueError(
+            "The `weights` argument should be either `None` (random "
+            "initialization), `imagenet` (pre-training on ImageNet), or the "
+            f"path to the weights file to be loaded. Received: weights={weights!r}"
+        )
+    if is_file and not os.fspath(weights).endswith(KERAS_SUFFIXES + TIMM_SUFFIXES):
+        raise ValueError(
+            "A weights file must be a Keras `.weights.h5` (or `.keras`) or a "
+            "timm checkpoint "
+            f"({', '.join(TIMM_SUFFIXES)}). Received: weights={weights!r}"
+        )
+    if weights == "imagenet" and variant not in IMAGENET_WEIGHTS:
+        raise ValueError(
+            f"There are no public ImageNet weights for {variant}; they exist "
+            f"for {', '.join(sorted(IMAGENET_WEIGHTS))}. Received: "
+            f"weights={weights!r}"
+        )
+    if weights == "imagenet" and include_top and classes != 1000:
+        raise ValueError(
+            'If using `weights="imagenet"` with `include_top=True`, '
+            f"`classes` should be 1000. Received: classes={classes}"
+        )
+    if include_top and (
+        isinstance(classes, bool) or not isinstance(classes, int) or classes < 1
+    ):
+        raise ValueError(
+            "`classes` must be a positive integer when `include_top=True`. "
+            f"Received: classes={classes!r}"
+        )
+    if pooling not in (None, "avg", "max"):
+        raise ValueError(
+            "`pooling` must be one of None, 'avg' or 'max'. "
+            f"Received: pooling={pooling!r}"
+        )
+    if include_top and weights is not None:
+        activation = keras.activations.get(classifier_activation)
+        if activation not in (
+            keras.activations.get("softmax"), keras.activations.get(None)
+        ):
+            raise ValueError(
+                "Only `None` and `softmax` activations are allowed for the "
+                "`classifier_activation` argument when using pretrained "
+                "weights, with `include_top=True`; Received: "
+                f"classifier_activation={classifier_activation}"
+            )
+    is_number = isinstance(drop_path_rate, (int, float)) and not isinstance(
+        drop_path_rate, bool
+    )
+    if not is_number or not 0.0 <= drop_path_rate < 1.0:
+        raise ValueError(
+            "`drop_path_rate` must be a float in [0, 1). "
+            f"Received: drop_path_rate={drop_path_rate!r}"
+        )
+
+
+def _image_input(input_tensor, input_shape, default_size, patch_size, weights):
+    if input_shape is None and input_tensor is not None:
+        input_shape = tuple(input_tensor.shape[1:])
+    if input_shape is None:
+        input_shape = (default_size, default_size, 3)
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3:
+        raise ValueError(
+            "`input_shape` must be a tuple of three integers, (height, width, "
+            f"channels). Received: input_shape={input_shape}"
+        )
+    if weights == "imagenet" and input_shape[-1] != 3:
+        raise ValueError(
+            f"The input must have 3 channels; Received `input_shape={input_shape}`"
+        )
+    height, width = input_shape[0], input_shape[1]
+    # The spatial weights span the whole token grid, so its size is fixed
+    # when the model is built.
+    if height is None or width is None:
+        raise ValueError(
+            "The token-mixing weights cover a fixed patch grid, so the "
+            "height and width of the input must be known. Received: "
+            f"input_shape={input_shape}"
+        )
+    if height < patch_size or width < patch_size or height % patch_size or (
+        width % patch_size
+    ):
+        raise ValueError(
+            f"The input height and width must be positive multiples of the "
+            f"patch size {patch_size}. Received: input_shape={input_shape}"
+        )
+    if input_tensor is None:
+        inputs = keras.Input(shape=input_shape)
+        return inputs, inputs
+    if tuple(input_tensor.shape[1:]) != input_shape:
+        raise ValueError(
+            f"`input_shape` does not match the shape of `input_tensor` "
+            f"{tuple(input_tensor.shape)}. Received: input_shape={input_shape}"
+        )
+    if not keras.backend.is_keras_tensor(input_tensor):
+        inputs = keras.Input(tensor=input_tensor, shape=input_shape)
+        return inputs, inputs
+    # Like keras.applications: the model starts where input_tensor's graph does.
+    sources = keras.utils.get_source_inputs(input_tensor)
+    return sources[0] if len(sources) == 1 else sources, input_tensor
+
+
+def build_image_classifier(
+    make_block,
+    num_blocks,
+    hidden_dim,
+    patch_size,
+    default_size,
+    variant,
+    include_top,
+    weights,
+    input_tensor,
+    input_shape,
+    pooling,
+    classes,
+    classifier_activation,
+    include_preprocessing,
+    drop_path_rate,
+    name,
+):
+    """Builds a patch-embedding, block-stack, norm, pooled-head classifier.
+
+    `make_block(index, sequence_length, drop_path_rate)` returns block
+    `index`; blocks are named `blocks_{index}` and the other layers `stem`,
+    `norm` and `predictions`, the names the timm conversion relies on.
+    """
+    _check_arguments(
+        variant, include_top, weights, pooling, classes, classifier_activation,
+        drop_path_rate,
+    )
+    inputs, x = _image_input(
+        input_tensor, input_shape, default_size, patch_size, weights
+    )
+    if weights == "imagenet":
+        # Before building, so a missing file fails fast.
+        weights = fetch_imagenet_weights(variant)
+    if include_preprocessing:
+        # timm's gMLP and Mixer weights expect mean = std = 0.5 on [0, 1],
+        # i.e. pixels in [-1, 1].
+        x = keras.layers.Rescaling(1.0 / 127.5, offset=-1.0, name="rescaling")(x)
+    stem = PatchEmbedding(patch_size, hidden_dim, name="stem")
+    grid = stem.grid_shape(x.shape)
+    x = stem(x)
+    # Linearly increasing drop rates, as in timm and keras.applications.
+    rates = np.linspace(0.0, drop_path_rate, num_blocks)
+    for index in range(num_blocks):
+        x = make_block(index, grid[0] * grid[1], float(rates[index]))(x)
+    x = keras.layers.LayerNormalization(epsilon=1e-6, name="norm")(x)
+    if include_top:
+        x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
+        x = keras.layers.Dense(
+            classes, activation=classifier_activation, name="predictions"
+        )(x)
+    elif pooling == "avg":
+        x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
+    elif pooling == "max":
+        x = keras.layers.GlobalMaxPooling1D(name="max_pool")(x)
+    else:
+        x = keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
+    model = keras.Model(inputs, x, name=name)
+    if weights is not None:
+        load_weights(model, weights)
+    return model
+
+
+def load_weights(model, path):
+    """Loads a Keras `.weights.h5` or a timm checkpoint, all or nothing."""
+    path = os.fspath(path)
+    if path.endswith(TIMM_SUFFIXES):
+        load_timm_weights(model, path)
+        return
+    # Keras loads layer by layer; restore the initial values if it stops
+    # half-way, so a failed load never leaves a mixture behind.
+    initial = [keras.ops.convert_to_numpy(v) for v in model.weights]
+    try:
+        model.load_weights(path)
+    except Exception as error:
+        for variable, value in zip(model.weights, initial):
+            variable.assign(value)
+        if not isinstance(error, ValueError):
+            raise
+        raise ValueError(
+            f"{error}\n\nNo weights were loaded from {path!r}. Keras weights "
+            "files load only into the same architecture and input size. For "
+            "another input size, build the model at the size it was trained "
+            "at, load them there, and transfer them with resampling: "
+            "`load_timm_weights(new_model, timm_state_dict(old_model))`."
+        ) from error

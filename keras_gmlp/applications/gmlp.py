@@ -1,0 +1,189 @@
+"""gMLP image classifiers (Liu et al., 2021), keras.applications style."""
+
+from keras_gmlp.applications._image_classifier import build_image_classifier
+from keras_gmlp.layers import gMLPBlock
+
+# Drop-path rates of the paper's recipe (survival probability 1.0, 0.95 and
+# 0.8 at the last block); the builders default to 0.0 like keras.applications.
+PAPER_DROP_PATH_RATES = {"gmlp_ti16": 0.0, "gmlp_s16": 0.05, "gmlp_b16": 0.2}
+
+BASE_DOCSTRING = """Instantiates the {title} architecture.
+
+    Reference: "Pay Attention to MLPs" (Liu, Dai, So and Le, NeurIPS 2021),
+    https://arxiv.org/abs/2105.08050. {params} parameters with the
+    1000-class top, as timm's `{timm_name}`.
+
+    The model takes raw RGB pixels in `[0, 255]` and scales them to
+    `[-1, 1]` inside (timm's normalisation for gMLP) unless
+    `include_preprocessing=False`; `preprocess_input` is a pass-through.
+    Any input size that the patch size 16 divides works, square or not.
+    timm checkpoints trained at another size are loaded with the spatial
+    weights resampled to the new patch grid (`load_timm_weights`).
+
+    Args:
+        include_top: whether to include the classification head (final
+            norm, mean over tokens, dense layer).
+        weights: `None` (random initialization), {imagenet}a path to a
+            Keras `.weights.h5`, or a path to a timm checkpoint
+            (`.safetensors`, or `.pth`/`.bin` when torch is installed),
+            converted on load.
+        input_tensor: optional Keras tensor (i.e. output of `keras.Input()`)
+            to use as image input for the model.
+        input_shape: optional `(height, width, channels)`, default
+            `(224, 224, 3)`. Height and width must be known multiples of 16.
+        pooling: pooling of the features when `include_top=False`: `None`
+            returns the normalised token grid `(batch, rows, columns,
+            channels)`, `"avg"` or `"max"` pool it to `(batch, channels)`.
+        classes: number of classes, only with `include_top=True`; must be
+            1000 with `weights="imagenet"`.
+        classifier_activation: activation of the top layer; `None` returns
+            logits. Only `None` or `"softmax"` with pretrained weights.
+        include_preprocessing: whether the model scales `[0, 255]` pixels.
+        drop_path_rate: final stochastic depth rate, increasing linearly
+            from 0 over the blocks. The paper's recipe uses
+            {paper_rate} (`PAPER_DROP_PATH_RATES`).
+        name: name of the model.
+
+    Returns:
+        A `keras.Model` for one input size: calling it on images of another
+        size raises a ValueError; build a model for that size instead.
+
+    Examples:
+
+    ```python
+    model = keras_gmlp.applications.{builder}(weights=None)
+    logits = model(keras.random.uniform((1, 224, 224, 3), 0, 255))
+
+    features = keras_gmlp.applications.{builder}(
+        include_top=False, input_shape=(256, 192, 3), pooling="avg"
+    )
+    ```
+"""
+
+
+def gMLP(
+    num_blocks,
+    hidden_dim,
+    intermediate_dim,
+    patch_size=16,
+    default_size=224,
+    variant="gmlp",
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="gmlp",
+):
+    """Instantiates a gMLP image classifier of any size.
+
+    `gMLPTi`, `gMLPS` and `gMLPB` call this with the paper's sizes; call it
+    directly for other depths, widths or patch sizes (the layout matches
+    timm's `MlpMixer` with `SpatialGatingBlock` and `GatedMlp`).
+
+    Args:
+        num_blocks: int, number of gMLP blocks.
+        hidden_dim: int, token width (d_model).
+        intermediate_dim: int, width of the gated expansion (d_ffn).
+        patch_size: int, side of the square patches.
+        default_size: int, image side used when no input shape is given.
+        variant: str, key of the public ImageNet weights, if any.
+        include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation, include_preprocessing, drop_path_rate, name:
+            as in `gMLPS`.
+
+    Returns:
+        A `keras.Model`.
+
+    Examples:
+
+    ```python
+    from keras_gmlp.applications.gmlp import gMLP
+
+    model = gMLP(num_blocks=4, hidden_dim=64, intermediate_dim=384,
+                 patch_size=4, input_shape=(32, 32, 3), classes=10)
+    ```
+    """
+
+    def make_block(index, sequence_length, rate):
+        return gMLPBlock(
+            hidden_dim,
+            intermediate_dim,
+            sequence_length,
+            drop_path_rate=rate,
+            name=f"blocks_{index}",
+        )
+
+    return build_image_classifier(
+        make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
+        include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation, include_preprocessing, drop_path_rate, name,
+    )
+
+
+def _variant(variant, hidden_dim):
+    def builder(
+        include_top=True,
+        weights=None,
+        input_tensor=None,
+        input_shape=None,
+        pooling=None,
+        classes=1000,
+        classifier_activation="softmax",
+        include_preprocessing=True,
+        drop_path_rate=0.0,
+        name=variant,
+    ):
+        return gMLP(
+            num_blocks=30,
+            hidden_dim=hidden_dim,
+            intermediate_dim=6 * hidden_dim,
+            patch_size=16,
+            default_size=224,
+            variant=variant,
+            include_top=include_top,
+            weights=weights,
+            input_tensor=input_tensor,
+            input_shape=input_shape,
+            pooling=pooling,
+            classes=classes,
+            classifier_activation=classifier_activation,
+            include_preprocessing=include_preprocessing,
+            drop_path_rate=drop_path_rate,
+            name=name,
+        )
+
+    return builder
+
+
+def _document(builder, name, title, params, timm_name, imagenet):
+    builder.__name__ = builder.__qualname__ = name
+    builder.__doc__ = BASE_DOCSTRING.format(
+        title=title,
+        params=params,
+        timm_name=timm_name,
+        imagenet=imagenet,
+        paper_rate=PAPER_DROP_PATH_RATES[timm_name.rsplit("_", 1)[0]],
+        builder=name,
+    )
+    return builder
+
+
+gMLPTi = _document(
+    _variant("gmlp_ti16", 128), "gMLPTi", "gMLP-Ti/16", "5,867,328",
+    "gmlp_ti16_224", "",
+)
+gMLPS = _document(
+    _variant("gmlp_s16", 256), "gMLPS", "gMLP-S/16", "19,422,656",
+    "gmlp_s16_224",
+    '`"imagenet"` (timm\'s `gmlp_s16_224.ra3_in1k`, downloaded once\n'
+    "            and cached in `~/.keras/models`), ",
+)
+gMLPB = _document(
+    _variant("gmlp_b16", 512), "gMLPB", "gMLP-B/16", "73,075,392",
+    "gmlp_b16_224", "",
+)

@@ -1,0 +1,27 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHECK = """
+import sys
+import keras_gmlp
+import keras_gmlp.layers
+import keras_gmlp.applications
+heavy = sorted(m for m in ("tensorflow", "keras_hub") if m in sys.modules)
+assert not heavy, f"importing keras_gmlp pulled in {heavy}"
+"""
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_library_import_stays_light(backend):
+    """Under jax and torch, keras_gmlp, its layers and the image
+    applications load without keras-hub or TensorFlow."""
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", CHECK], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -1,5 +1,6 @@
 import keras
 from keras import ops
+import keras_hub
 from keras_hub.models import CausalLM
 
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
@@ -7,6 +8,8 @@ from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
     gMLPCausalLMPreprocessor,
 )
+
+SAMPLER_NAMES = ("beam", "contrastive", "greedy", "random", "top_k", "top_p")
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
@@ -78,6 +81,16 @@ class gMLPCausalLM(CausalLM):
             outputs=logits,
             **kwargs,
         )
+
+    def compile(self, *args, sampler="top_k", **kwargs):
+        super().compile(*args, sampler=sampler, **kwargs)
+        # keras-hub hands an unknown sampler name back as the string itself,
+        # which would only fail deep inside generate().
+        if not isinstance(self.sampler, keras_hub.samplers.Sampler):
+            raise ValueError(
+                "Argument `sampler` must be a keras_hub.samplers.Sampler or "
+                f"one of the names {SAMPLER_NAMES}. Received: sampler={sampler!r}"
+            )
 
     def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
         limit = self.backbone.max_sequence_length

@@ -11,6 +11,8 @@ import importlib
 _TEXT_MODELS = (
     "gMLPBackbone",
     "gMLPTokenizer",
+    "gMLPCausalLM",
+    "gMLPCausalLMPreprocessor",
     "gMLPMaskedLM",
     "gMLPMaskedLMPreprocessor",
     "gMLPTextClassifier",

@@ -1,6 +1,10 @@
 """gMLP and aMLP text models on keras-hub's task classes."""
 
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
+from keras_gmlp.models.gmlp.gmlp_causal_lm import gMLPCausalLM
+from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
+    gMLPCausalLMPreprocessor,
+)
 from keras_gmlp.models.gmlp.gmlp_masked_lm import gMLPMaskedLM
 from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import (
     gMLPMaskedLMPreprocessor,

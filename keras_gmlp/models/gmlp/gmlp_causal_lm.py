@@ -1,0 +1,200 @@
+import keras
+from keras import ops
+import keras_hub
+from keras_hub.models import CausalLM
+
+from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
+from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
+from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
+    gMLPCausalLMPreprocessor,
+)
+
+SAMPLER_NAMES = ("beam", "contrastive", "greedy", "random", "top_k", "top_p")
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class gMLPCausalLM(CausalLM):
+    """An autoregressive gMLP or aMLP language model with cached generation.
+
+    The backbone must be causal (`gMLPBackbone(causal=True)`): every spatial
+    projection is lower-triangular and every tiny attention masks later
+    tokens. Next-token logits come from the transposed token embedding
+    (tied input and output embeddings); all segment ids are 0.
+
+    `generate()` decodes incrementally through keras-hub's samplers: each
+    block keeps a cache of the normalised gates (and, in aMLP, the tiny
+    attention's keys and values) of the tokens seen so far, so a new token
+    costs `O(length * intermediate_dim)` per block instead of a pass over
+    the whole prefix. The sampler is set by `compile(sampler=...)`
+    (`"greedy"`, `"top_k"`, `"top_p"`, or a `keras_hub.samplers.Sampler`).
+
+    Args:
+        backbone: a causal `gMLPBackbone`.
+        preprocessor: a `gMLPCausalLMPreprocessor` or `None`.
+
+    Examples:
+
+    ```python
+    backbone = keras_gmlp.models.gMLPBackbone(
+        vocabulary_size=tokenizer.vocabulary_size(), num_layers=2,
+        hidden_dim=64, intermediate_dim=256, max_sequence_length=64,
+        causal=True,
+    )
+    preprocessor = keras_gmlp.models.gMLPCausalLMPreprocessor(
+        tokenizer, sequence_length=64
+    )
+    causal_lm = keras_gmlp.models.gMLPCausalLM(backbone, preprocessor)
+    causal_lm.fit(["some text to learn from", "and more of it"], epochs=1)
+    causal_lm.compile(sampler="greedy")
+    causal_lm.generate(["some text"], max_length=32)
+    ```
+    """
+
+    backbone_cls = gMLPBackbone
+    preprocessor_cls = gMLPCausalLMPreprocessor
+
+    def __init__(self, backbone, preprocessor=None, **kwargs):
+        if not backbone.causal:
+            raise ValueError(
+                "gMLPCausalLM needs a causal backbone: a bidirectional one "
+                "lets each token see the tokens it must predict. Received: "
+                "a backbone with causal=False; build it with causal=True."
+            )
+        check_preprocessor_matches(backbone, preprocessor, self.__class__.__name__)
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+
+        # === Functional Model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+        sequence_output = backbone(
+            {
+                "token_ids": token_ids,
+                "segment_ids": ops.zeros_like(token_ids),
+                "padding_mask": padding_mask,
+            }
+        )["sequence_output"]
+        logits = backbone.token_embedding(sequence_output, reverse=True)
+        super().__init__(
+            inputs={"token_ids": token_ids, "padding_mask": padding_mask},
+            outputs=logits,
+            **kwargs,
+        )
+
+    def compile(self, *args, sampler="top_k", **kwargs):
+        super().compile(*args, sampler=sampler, **kwargs)
+        # keras-hub hands an unknown sampler name back as the string itself,
+        # which would only fail deep inside generate().
+        if not isinstance(self.sampler, keras_hub.samplers.Sampler):
+            raise ValueError(
+                "Argument `sampler` must be a keras_hub.samplers.Sampler or "
+                f"one of the names {SAMPLER_NAMES}. Received: sampler={sampler!r}"
+            )
+
+    def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
+        limit = self.backbone.max_sequence_length
+        if max_length is None and self.preprocessor is not None:
+            max_length = self.preprocessor.sequence_length
+        if max_length is not None and max_length > limit:
+            raise ValueError(
+                f"gMLPCausalLM can generate at most the backbone's "
+                f"max_sequence_length={limit} tokens (prompt included). "
+                f"Received: max_length={max_length}"
+            )
+        return super().generate(
+            inputs,
+            max_length=max_length,
+            stop_token_ids=stop_token_ids,
+            strip_prompt=strip_prompt,
+        )
+
+    def call_with_cache(self, token_ids, cache, cache_update_index):
+        """Runs `token_ids` (the tokens at positions `cache_update_index ...`)
+        through the backbone with each block's decoding cache.
+
+        Args:
+            token_ids: int tensor `(batch, length)`.
+            cache: one cache per block, as made by `_build_cache`.
+            cache_update_index: int or scalar tensor, position of the first
+                token in `token_ids`.
+
+        Returns:
+            `(logits, hidden_states, cache)`: logits `(batch, length,
+            vocabulary_size)`, the final normalised hidden states and the
+            updated caches.
+        """
+        backbone = self.backbone
+        x = backbone.token_embedding(token_ids) + backbone.segment_embedding(
+            ops.zeros_like(token_ids)
+        )
+        updated_cache = []
+        for block, block_cache in zip(backbone.gmlp_blocks, cache):
+            x, block_cache = block(
+                x, cache=block_cache, cache_update_index=cache_update_index
+            )
+            updated_cache.append(block_cache)
+        hidden_states = backbone.final_layer_norm(x)
+        logits = backbone.token_embedding(hidden_states, reverse=True)
+        return logits, hidden_states, tuple(updated_cache)
+
+    def _build_cache(self, token_ids):
+        """Fills every block's cache from the padded prompts."""
+        batch_size, length = ops.shape(token_ids)[0], ops.shape(token_ids)[1]
+        cache = tuple(
+            block.initial_cache(batch_size, length, dtype=self.compute_dtype)
+            for block in self.backbone.gmlp_blocks
+        )
+        _, hidden_states, cache = self.call_with_cache(token_ids, cache, 0)
+        return hidden_states, cache
+
+    def generate_step(self, inputs, stop_token_ids=None):
+        """Generates the tokens after each prompt of a padded batch.
+
+        Args:
+            inputs: dict with `"token_ids"` and `"padding_mask"`, prompts
+                right-padded to the generation length.
+            stop_token_ids: optional tuple of ids that end a sequence.
+        """
+        token_ids, padding_mask = inputs["token_ids"], inputs["padding_mask"]
+        hidden_states, cache = self._build_cache(token_ids)
+        # Decoding starts at the end of the shortest prompt; longer prompts'
+        # tokens are kept where the padding mask is true.
+        index = ops.min(ops.sum(ops.cast(padding_mask, "int32"), axis=-1))
+
+        def next(prompt, cache, index):
+            cache_update_index = index - 1
+            batch_size = ops.shape(prompt)[0]
+            last_token = ops.slice(prompt, [0, cache_update_index], [batch_size, 1])
+            logits, hidden_states, cache = self.call_with_cache(
+                last_token, cache, cache_update_index
+            )
+            return (
+                ops.squeeze(logits, axis=1),
+                ops.squeeze(hidden_states, axis=1),
+                cache,
+            )
+
+        token_ids = self.sampler(
+            next=next,
+            prompt=token_ids,
+            cache=cache,
+            index=index,
+            mask=padding_mask,
+            stop_token_ids=stop_token_ids,
+            hidden_states=hidden_states,
+            model=self,
+        )
+        if stop_token_ids is None:
+            padding_mask = ops.ones_like(token_ids, dtype="bool")
+        else:
+            # Keep everything up to and including the first generated stop
+            # token of each row.
+            generated = ops.logical_not(ops.cast(padding_mask, "bool"))
+            is_stop = ops.zeros_like(generated)
+            for stop_id in stop_token_ids:
+                is_stop = ops.logical_or(is_stop, ops.equal(token_ids, stop_id))
+            stops = ops.cast(ops.logical_and(is_stop, generated), "int32")
+            stops_before = ops.cumsum(stops, axis=-1) - stops
+            padding_mask = ops.equal(stops_before, 0)
+        return {"token_ids": token_ids, "padding_mask": padding_mask}

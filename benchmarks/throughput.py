@@ -457,7 +457,7 @@ def run_text(args, workers, peak, rows):
                 flops = text_flops_per_token(spec["config"], length)
                 row = dict(
                     task="text", model=spec["model"], batch=args.text_batch_size,
-                    precision=precision, mode=f"infer L={length}", impl=worker.name,
+                    precision=precision, mode=f"infer-L{length}", impl=worker.name,
                     unit="tok/s",
                 )
                 if speed is None:

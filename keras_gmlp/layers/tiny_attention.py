@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 
@@ -94,7 +95,9 @@ class TinyAttention(keras.layers.Layer):
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.attention_dim,))
 
     def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):
-        query, key, value = ops.split(self.qkv_dense(inputs), 3, axis=-1)
+        query, key, value = ops.split(
+            dense_on_last_axis(self.qkv_dense, inputs), 3, axis=-1
+        )
         start = 0
         if cache is not None:
             if not self.causal:
@@ -127,7 +130,9 @@ class TinyAttention(keras.layers.Layer):
         if allowed is not None:
             scores = ops.where(allowed, scores, _MASKED_SCORE)
         weights = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
-        outputs = self.output_dense(ops.einsum("bqk,bkd->bqd", weights, value))
+        outputs = dense_on_last_axis(
+            self.output_dense, ops.einsum("bqk,bkd->bqd", weights, value)
+        )
         return outputs if cache is None else (outputs, cache)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):

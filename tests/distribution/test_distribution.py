@@ -137,6 +137,7 @@ def test_layout_map_rejects_bad_arguments(kwargs, message):
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 def test_jax_data_parallel_matches_single_device(jax_results):
     assert jax_results["devices"] == 8
     result = jax_results["data_parallel"]
@@ -146,6 +147,7 @@ def test_jax_data_parallel_matches_single_device(jax_results):
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 @pytest.mark.parametrize("model", ["gmlp", "mixer", "backbone"])
 def test_jax_model_parallel_shards_as_promised(jax_results, model):
     result = jax_results["model_parallel"][model]
@@ -156,12 +158,14 @@ def test_jax_model_parallel_shards_as_promised(jax_results, model):
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 def test_jax_model_parallel_rules_all_used_and_fit_matches(jax_results):
     assert jax_results["unmatched_rules"] == []
     assert jax_results["model_parallel"]["fit_max_loss_diff"] <= 1e-5
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 def test_jax_non_dividing_mesh_falls_back_to_replication(jax_results):
     # d_ffn = 36 on a 4-way model axis: the expand kernel (36 columns)
     # still shards; the 18 gate channels and output rows are replicated.
@@ -180,6 +184,7 @@ def test_jax_non_dividing_mesh_falls_back_to_replication(jax_results):
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 def test_tensorflow_mirrored_strategy_matches_single_device():
     result = run_worker("_tf_worker.py")
     assert result["replicas"] == 2

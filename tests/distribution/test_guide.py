@@ -9,6 +9,7 @@ GUIDE = os.path.join(ROOT, "guides", "distributed_training.py")
 
 
 @pytest.mark.slow
+@pytest.mark.multidevice
 def test_distributed_training_guide_runs():
     """The guide's default (JAX, 8 virtual CPU devices) runs as a script,
     whatever backend this pytest run uses."""

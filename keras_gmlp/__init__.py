@@ -11,7 +11,7 @@ from keras_gmlp import layers
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("applications", "models", "visualization")
+_LAZY_SUBMODULES = ("applications", "distribution", "models", "visualization")
 
 
 def __getattr__(name):

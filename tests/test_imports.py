@@ -11,6 +11,7 @@ import sys
 import keras_gmlp
 import keras_gmlp.layers
 import keras_gmlp.applications
+import keras_gmlp.distribution
 heavy = sorted(m for m in ("tensorflow", "keras_hub") if m in sys.modules)
 assert not heavy, f"importing keras_gmlp pulled in {heavy}"
 """

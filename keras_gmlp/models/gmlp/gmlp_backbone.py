@@ -1,6 +1,7 @@
 import keras
 from keras_hub.models import Backbone
 
+from keras_gmlp import distribution
 from keras_gmlp.layers import gMLPBlock
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
@@ -220,3 +221,48 @@ class gMLPBackbone(Backbone):
             }
         )
         return config
+
+    @staticmethod
+    def get_layout_map(
+        device_mesh,
+        model_parallel_dim_name="model",
+        data_parallel_dim_name="batch",
+    ):
+        """A `keras.distribution.LayoutMap` for model-parallel training.
+
+        Delegates to `keras_gmlp.distribution.get_layout_map`: the blocks'
+        channel projections are sharded along d_ffn (Megatron-style), the
+        embeddings along the hidden axis, the spatial weights replicated.
+        Use it with `keras_gmlp.distribution.ModelParallel`, which
+        replicates any axis the mesh does not divide instead of failing.
+
+        Args:
+            device_mesh: `keras.distribution.DeviceMesh` with both axes.
+            model_parallel_dim_name: str, the mesh axis variables are
+                sharded along.
+            data_parallel_dim_name: str, the mesh axis the batch is split
+                along.
+
+        Returns:
+            A `keras.distribution.LayoutMap`.
+
+        Examples:
+
+        ```python
+        mesh = keras.distribution.DeviceMesh(
+            shape=(2, 4), axis_names=("batch", "model"),
+            devices=keras.distribution.list_devices(),
+        )
+        layout_map = keras_gmlp.models.gMLPBackbone.get_layout_map(mesh)
+        distribution = keras_gmlp.distribution.ModelParallel(
+            layout_map=layout_map, batch_dim_name="batch"
+        )
+        with distribution.scope():
+            backbone = keras_gmlp.models.gMLPBackbone.from_preset(path)
+        ```
+        """
+        return distribution.get_layout_map(
+            device_mesh,
+            model_parallel_dim_name=model_parallel_dim_name,
+            data_parallel_dim_name=data_parallel_dim_name,
+        )

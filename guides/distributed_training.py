@@ -1,0 +1,223 @@
+"""
+Title: Distributed training with keras-gmlp
+Author: keras-gmlp contributors
+Date created: 2025/01/01
+Last modified: 2025/01/01
+Description: Data- and model-parallel training of gMLP and MLP-Mixer with
+keras.distribution (JAX) and tf.distribute (TensorFlow).
+Accelerator: None (runs on 8 virtual CPU devices); the same code on GPU/TPU
+"""
+
+"""
+## Introduction
+
+keras-gmlp does not bring its own distributed runtime. It runs on the ones
+your backend already has:
+
+| Backend | Data parallel | Model parallel | Multi-host |
+| --- | --- | --- | --- |
+| JAX | `keras.distribution.DataParallel` | `keras_gmlp.distribution.ModelParallel` + `get_layout_map` | `keras.distribution.initialize()` |
+| TensorFlow | `tf.distribute.MirroredStrategy`, `TPUStrategy` | not offered (see below) | `MultiWorkerMirroredStrategy`, `TPUStrategy` |
+| PyTorch | your own `DistributedDataParallel` loop | no | `torchrun` |
+
+This guide runs the JAX part for real on 8 *virtual* CPU devices, so it
+finishes on a laptop in under a minute; on a GPU or TPU host, delete the
+`XLA_FLAGS` line and the same code uses the real accelerators.
+"""
+
+"""
+## Setup
+
+XLA fixes the number of CPU devices when JAX starts, so the flag must be
+set before anything imports JAX (here: before `import keras`).
+"""
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+if os.environ["KERAS_BACKEND"] == "jax":
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    )
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+
+import keras_gmlp  # noqa: E402
+from keras_gmlp.applications.gmlp import gMLP  # noqa: E402
+
+if keras.backend.backend() != "jax":
+    raise SystemExit(
+        "This guide's runnable part needs KERAS_BACKEND=jax; the TensorFlow "
+        "and PyTorch sections below are explained in text."
+    )
+
+devices = keras.distribution.list_devices()
+print(f"{len(devices)} devices:", devices)
+
+"""
+## Data and model
+
+scikit-learn's handwritten digits (8x8 pixels, shipped with the library),
+as RGB images in `[0, 255]`, and a small gMLP with 2x2 patches. The global
+batch must be a multiple of the number of data-parallel replicas.
+"""
+
+digits = load_digits()
+images = np.repeat(digits.images[..., None] * (255.0 / 16.0), 3, axis=-1)
+images, labels = images[:1024].astype("float32"), digits.target[:1024]
+BATCH_SIZE = 64
+
+
+def make_model():
+    model = gMLP(
+        num_blocks=2, hidden_dim=32, intermediate_dim=128, patch_size=2,
+        input_shape=(8, 8, 3), classes=10, name="gmlp_digits",
+    )
+    model.compile(
+        optimizer=keras.optimizers.AdamW(3e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    return model
+
+
+"""
+## Data parallelism
+
+`DataParallel` replicates every variable on every device and splits each
+batch along the devices; gradients are averaged by an all-reduce that XLA
+inserts. The losses are those of single-device training up to float
+round-off (the test suite checks 3 steps to 1e-5).
+"""
+
+data_parallel = keras.distribution.DataParallel(devices=devices)
+with data_parallel.scope():
+    model = make_model()
+    model.fit(images, labels, batch_size=BATCH_SIZE, epochs=1, verbose=2)
+
+"""
+## Model parallelism
+
+When the weights (or their optimizer state) no longer fit one device,
+shard them. A `DeviceMesh` names two axes: `"batch"` splits the data,
+`"model"` splits the variables. `keras_gmlp.distribution.get_layout_map`
+returns the rules for every model in the library:
+
+- the channel MLP is sharded Megatron-style along d_ffn: the `expand`
+  kernel by columns, the `output` kernel by rows, so each block needs one
+  all-reduce of its `(batch, length, d)` output;
+- the spatial gating unit's LayerNorm follows its channel-sharded gates
+  (an all-reduce of the mean and variance per token), while its token
+  projection `W` is replicated: it mixes tokens, not channels, so every
+  device applies it to its own channels without communicating;
+- the split of the gates into halves `u` and `v` does not line up with a
+  contiguous d_ffn sharding, so XLA reshards them (an exchange of about
+  half of each device's activations per block). The results are exact;
+- text embeddings are sharded along the hidden axis (BERT's 30,522-token
+  vocabulary does not divide by 4 or 8).
+"""
+
+mesh = keras.distribution.DeviceMesh(
+    shape=(2, 4), axis_names=("batch", "model"), devices=devices
+)
+layout_map = keras_gmlp.distribution.get_layout_map(mesh)
+for pattern, layout in layout_map.items():
+    print(f"{pattern:68s} {layout.axes}")
+
+"""
+Use `keras_gmlp.distribution.ModelParallel`, a drop-in for Keras' class.
+A `LayoutMap` sees only variable paths, not shapes; this class checks each
+variable when it is created and replicates an axis that the mesh does not
+divide, with a warning, instead of failing as Keras' `ModelParallel` does.
+"""
+
+model_parallel = keras_gmlp.distribution.ModelParallel(
+    layout_map=layout_map, batch_dim_name="batch"
+)
+with model_parallel.scope():
+    model = make_model()
+    model.fit(images, labels, batch_size=BATCH_SIZE, epochs=1, verbose=2)
+
+for variable in model.weights[4:12]:
+    print(f"{variable.path:45s} {variable.value.sharding.spec}")
+
+"""
+The text models work the same way; `gMLPBackbone.get_layout_map` returns
+the same map in keras-hub's style:
+
+```python
+mesh = keras.distribution.DeviceMesh((2, 4), ("batch", "model"), devices)
+distribution = keras_gmlp.distribution.ModelParallel(
+    layout_map=keras_gmlp.models.gMLPBackbone.get_layout_map(mesh),
+    batch_dim_name="batch",
+)
+with distribution.scope():
+    masked_lm = keras_gmlp.models.gMLPMaskedLM.from_preset("./my_preset")
+```
+
+Instead of a scope you may call `keras.distribution.set_distribution(...)`
+once, before building any model.
+"""
+
+"""
+## Many hosts (TPU pods, multi-node GPU)
+
+Every host runs the same program. Call `keras.distribution.initialize()`
+first: on Cloud TPU it reads the pod's configuration from the environment;
+on GPU clusters pass the coordinator's address, the number of processes
+and this process's id (or set `KERAS_DISTRIBUTION_JOB_ADDRESSES`,
+`KERAS_DISTRIBUTION_NUM_PROCESSES`, `KERAS_DISTRIBUTION_PROCESS_ID`).
+`list_devices()` then returns the devices of all hosts, and the mesh spans
+them. Give each host its own shard of the data: a `tf.data.Dataset` passed
+to `fit` is sharded per process automatically (`auto_shard_dataset=True`).
+
+```python
+keras.distribution.initialize(
+    job_addresses="10.0.0.1:1234", num_processes=2, process_id=0
+)
+devices = keras.distribution.list_devices()  # all hosts' devices
+mesh = keras.distribution.DeviceMesh((len(devices) // 8, 8),
+                                     ("batch", "model"), devices)
+```
+
+Keep the `"model"` axis within a host (8 devices here): its all-reduces
+run once per block, while the `"batch"` axis communicates once per step.
+"""
+
+"""
+## TensorFlow: tf.distribute
+
+With `KERAS_BACKEND=tensorflow`, build and compile the model inside a
+strategy's scope; `fit` then splits each batch over the replicas and
+averages the gradients (`tests/distribution/_tf_worker.py` checks that
+`MirroredStrategy` on two logical CPUs reproduces single-device losses).
+
+```python
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()  # all local GPUs
+# On TPU:
+# resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+# tf.config.experimental_connect_to_cluster(resolver)
+# tf.tpu.experimental.initialize_tpu_system(resolver)
+# strategy = tf.distribute.TPUStrategy(resolver)
+with strategy.scope():
+    model = make_model()
+model.fit(dataset, epochs=10)  # global batch = per-replica batch * replicas
+```
+
+These strategies are data-parallel (variables mirrored). Keras' own
+`keras.distribution` support for TensorFlow (DTensor) is an experimental
+prototype; for sharded variables, use the JAX backend.
+
+## PyTorch
+
+Keras 3 has no `keras.distribution` implementation for the torch backend
+and `fit` runs on one device. A Keras model is a `torch.nn.Module`, so
+data parallelism works with a hand-written training loop under
+`torch.nn.parallel.DistributedDataParallel` launched by `torchrun` (see
+the keras.io guide "Multi-GPU distributed training with PyTorch"); model
+parallelism is not supported there.
+"""

@@ -22,6 +22,12 @@ class SpatialGatingUnit(keras.layers.Layer):
     not depend on how much padding follows them. With `causal=True` the
     projection is lower-triangular: token `i` never sees tokens after `i`.
 
+    The leading block `W[:m, :m]` suits sequences, where token `i` is the
+    same position at every length. Flattened image grids are different: a
+    smaller grid changes which token sits next to which, so image models
+    are built for one grid and their weights resampled to another
+    (`keras_gmlp.applications.load_timm_weights`).
+
     Args:
         sequence_length: int, the maximum number of tokens `n`.
         causal: bool, whether to mask the projection to be lower-triangular.

@@ -91,8 +91,3 @@ def check_preprocessor_matches(backbone, preprocessor, owner):
             "ids would fall outside the embedding. Build the backbone with "
             f"`vocabulary_size={tokenizer_size}` (or larger)."
         )
-
-
-def preset_sequence_length(loader):
-    """The `max_sequence_length` of the backbone saved in a preset."""
-    return loader.config["config"]["max_sequence_length"]

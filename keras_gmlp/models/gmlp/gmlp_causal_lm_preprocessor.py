@@ -2,13 +2,15 @@ import keras
 from keras_hub.models import CausalLMPreprocessor
 
 from keras_gmlp.models.gmlp._checks import concrete_values
-from keras_gmlp.models.gmlp._checks import preset_sequence_length
+from keras_gmlp.models.gmlp._preset_length import BackboneLengthFromPreset
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPCausalLMPreprocessor(CausalLMPreprocessor):
+class gMLPCausalLMPreprocessor(
+    BackboneLengthFromPreset, CausalLMPreprocessor
+):
     """Tokenizes and packs text for `gMLPCausalLM`.
 
     For `fit()`, each string becomes `[CLS] tokens [SEP]`, padded to
@@ -42,12 +44,6 @@ class gMLPCausalLMPreprocessor(CausalLMPreprocessor):
 
     backbone_cls = gMLPBackbone
     tokenizer_cls = gMLPTokenizer
-
-    @classmethod
-    def _add_missing_kwargs(cls, loader, kwargs):
-        kwargs = super()._add_missing_kwargs(loader, kwargs)
-        kwargs.setdefault("sequence_length", preset_sequence_length(loader))
-        return kwargs
 
     def generate_preprocess(self, x, sequence_length=None):
         outputs = super().generate_preprocess(x, sequence_length=sequence_length)

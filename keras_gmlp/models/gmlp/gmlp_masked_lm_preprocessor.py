@@ -1,13 +1,15 @@
 import keras
 from keras_hub.models import MaskedLMPreprocessor
 
-from keras_gmlp.models.gmlp._checks import preset_sequence_length
+from keras_gmlp.models.gmlp._preset_length import BackboneLengthFromPreset
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPMaskedLMPreprocessor(MaskedLMPreprocessor):
+class gMLPMaskedLMPreprocessor(
+    BackboneLengthFromPreset, MaskedLMPreprocessor
+):
     """Tokenizes, packs and masks text for `gMLPMaskedLM`.
 
     Each input (a string, a batch of strings, or a tuple of segments such
@@ -49,12 +51,3 @@ class gMLPMaskedLMPreprocessor(MaskedLMPreprocessor):
 
     backbone_cls = gMLPBackbone
     tokenizer_cls = gMLPTokenizer
-
-    @classmethod
-    def _add_missing_kwargs(cls, loader, kwargs):
-        # Built from a preset that saved another preprocessor (e.g. a
-        # classifier from a pretrained masked LM): pack to the backbone's
-        # length rather than keras-hub's default of 512.
-        kwargs = super()._add_missing_kwargs(loader, kwargs)
-        kwargs.setdefault("sequence_length", preset_sequence_length(loader))
-        return kwargs

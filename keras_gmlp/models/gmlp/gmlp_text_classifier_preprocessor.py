@@ -1,13 +1,15 @@
 import keras
 from keras_hub.models import TextClassifierPreprocessor
 
-from keras_gmlp.models.gmlp._checks import preset_sequence_length
+from keras_gmlp.models.gmlp._preset_length import BackboneLengthFromPreset
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPTextClassifierPreprocessor(TextClassifierPreprocessor):
+class gMLPTextClassifierPreprocessor(
+    BackboneLengthFromPreset, TextClassifierPreprocessor
+):
     """Tokenizes and packs single sentences or pairs for `gMLPTextClassifier`.
 
     Inputs are tokenized with a `gMLPTokenizer` and packed with keras-hub's
@@ -42,12 +44,3 @@ class gMLPTextClassifierPreprocessor(TextClassifierPreprocessor):
 
     backbone_cls = gMLPBackbone
     tokenizer_cls = gMLPTokenizer
-
-    @classmethod
-    def _add_missing_kwargs(cls, loader, kwargs):
-        # Built from a preset that saved another preprocessor (e.g. a
-        # classifier from a pretrained masked LM): pack to the backbone's
-        # length rather than keras-hub's default of 512.
-        kwargs = super()._add_missing_kwargs(loader, kwargs)
-        kwargs.setdefault("sequence_length", preset_sequence_length(loader))
-        return kwargs

@@ -1,5 +1,8 @@
 """Small tensor helpers shared by the blocks."""
 
+import math
+
+import keras
 from keras import ops
 
 
@@ -12,3 +15,17 @@ def dense_on_last_axis(dense, x):
     batch, length = ops.shape(x)[0], ops.shape(x)[1]
     y = dense(ops.reshape(x, (-1, x.shape[-1])))
     return ops.reshape(y, (batch, length, y.shape[-1]))
+
+
+def gelu(x):
+    """Exact GELU, `0.5 * x * (1 + erf(x / sqrt(2)))`, as timm and PyTorch use.
+
+    JAX's own exact GELU goes through `erfc`, which XLA's CPU backend expands
+    into a long piecewise polynomial and then recomputes inside several
+    fusions of the backward pass; the `erf` form is one native op and makes a
+    gMLP-S training step about 10% faster. TensorFlow and PyTorch already
+    compute this formula (PyTorch in one fused kernel), so they keep Keras'.
+    """
+    if keras.backend.backend() != "jax":
+        return keras.activations.gelu(x, approximate=False)
+    return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))

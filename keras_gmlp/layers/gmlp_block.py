@@ -1,7 +1,9 @@
 import keras
 from keras import ops
 
+from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._ops import gelu
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
@@ -110,7 +112,7 @@ class gMLPBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
-        self.norm = keras.layers.LayerNormalization(
+        self.norm = LastAxisLayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm"
         )
         self.expand_dense = keras.layers.Dense(
@@ -190,7 +192,7 @@ class gMLPBlock(keras.layers.Layer):
             if cache is not None:
                 attention_output, attention_cache = attention_output
         z = dense_on_last_axis(self.expand_dense, x)
-        z = keras.activations.gelu(z, approximate=False)
+        z = gelu(z)
         z = self.spatial_gating_unit(
             z,
             padding_mask=padding_mask,

@@ -1,7 +1,9 @@
 import keras
 from keras import ops
 
+from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._ops import gelu
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
@@ -80,7 +82,7 @@ class MixerBlock(keras.layers.Layer):
             )
 
         def norm(name):
-            return keras.layers.LayerNormalization(
+            return LastAxisLayerNormalization(
                 epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name=name
             )
 
@@ -117,7 +119,7 @@ class MixerBlock(keras.layers.Layer):
 
     def _mlp(self, expand_dense, output_dense, x, training):
         x = dense_on_last_axis(expand_dense, x)
-        x = keras.activations.gelu(x, approximate=False)
+        x = gelu(x)
         x = dense_on_last_axis(output_dense, x)
         return self.drop_path(self.dropout_layer(x, training=training), training=training)
 

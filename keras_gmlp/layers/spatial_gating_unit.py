@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._validation import check_length
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
@@ -99,7 +100,7 @@ class SpatialGatingUnit(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.norm = keras.layers.LayerNormalization(
+        self.norm = LastAxisLayerNormalization(
             epsilon=epsilon, dtype=self.dtype_policy, name="norm"
         )
 

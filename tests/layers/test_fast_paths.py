@@ -1,0 +1,81 @@
+"""The library's leaner GELU and LayerNormalization equal the formulas."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import gelu
+from tests import numpy_reference as ref
+from tests.layers.helpers import to_numpy
+
+
+def test_gelu_is_the_exact_erf_formula(rng):
+    x = (rng.standard_normal((64, 33)) * 4).astype("float32")
+    np.testing.assert_allclose(to_numpy(gelu(x)), ref.gelu(x.astype("float64")), atol=2e-6)
+
+
+def test_gelu_gradient_matches_the_formula(rng):
+    x = (rng.standard_normal((5, 7)) * 3).astype("float32")
+    # d/dx 0.5 x (1 + erf(x / sqrt 2)) = Phi(x) + x phi(x).
+    x64 = x.astype("float64")
+    expected = 0.5 * (1 + ref._erf(x64 / np.sqrt(2))) + x64 * np.exp(
+        -(x64**2) / 2
+    ) / np.sqrt(2 * np.pi)
+    inputs = keras.Input((7,))
+    model = keras.Model(inputs, keras.layers.Lambda(gelu)(inputs))
+    gradient = gradient_of_sum(model, x)
+    np.testing.assert_allclose(gradient, expected, atol=1e-5)
+
+
+def gradient_of_sum(model, x):
+    """d sum(model(x)) / dx on the active backend."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(lambda v: model(v).sum())(x))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        v = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            total = tf.reduce_sum(model(v))
+        return tape.gradient(total, v).numpy()
+    import torch
+
+    v = torch.tensor(x, requires_grad=True)
+    model(v).sum().backward()
+    return v.grad.numpy()
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_layer_norm_equals_keras_layer_norm(rng, policy):
+    x = (rng.standard_normal((3, 11, 24)) * 5 + 2).astype("float32")
+    ours = LastAxisLayerNormalization(epsilon=1e-5, dtype=policy)
+    theirs = keras.layers.LayerNormalization(epsilon=1e-5, dtype=policy)
+    ours.build(x.shape)
+    theirs.build(x.shape)
+    gamma = rng.standard_normal(24).astype("float32")
+    beta = rng.standard_normal(24).astype("float32")
+    for layer in (ours, theirs):
+        layer.set_weights([gamma, beta])
+    out, expected = ours(x), theirs(x)
+    assert keras.backend.standardize_dtype(out.dtype) == (
+        "float32" if policy == "float32" else "bfloat16"
+    )
+    atol = 1e-5 if policy == "float32" else 5e-2
+    np.testing.assert_allclose(
+        to_numpy(keras.ops.cast(out, "float32")),
+        to_numpy(keras.ops.cast(expected, "float32")),
+        atol=atol,
+    )
+    if policy == "float32":
+        formula = ref.layer_norm(x.astype("float64"), gamma, beta, 1e-5)
+        np.testing.assert_allclose(to_numpy(out), formula, atol=1e-5)
+
+
+def test_layer_norm_refuses_other_axes():
+    with pytest.raises(ValueError, match="axis=1"):
+        LastAxisLayerNormalization(axis=1)

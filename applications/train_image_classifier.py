@@ -17,6 +17,7 @@ import time
 import keras
 import numpy as np
 
+import keras_gmlp
 from keras_gmlp import layers
 
 
@@ -102,6 +103,10 @@ def build_model(args, channels, classes):
 
 def main(argv=None):
     args = parse_args(argv)
+    if keras.backend.backend() == "jax":
+        # Before the first computation: XLA's CPU runtime would otherwise
+        # fault in its scratch buffer page by page on every training step.
+        keras_gmlp.keep_freed_host_memory()
     keras.utils.set_random_seed(args.seed)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")

@@ -19,6 +19,11 @@ the median of `--repeats` timed steps after `--warmup` untimed ones.
     python benchmarks/throughput.py --models gmlp_s16 --batch-sizes 8 \
         --precisions float32 --timm-python /opt/timm-venv/bin/python
     python benchmarks/throughput.py --quick   # smoke run, about a minute
+
+`--keep-freed-memory` runs every worker with glibc keeping freed memory
+mapped, what `keras_gmlp.keep_freed_host_memory()` does in-process: XLA's
+CPU runtime otherwise pays a page fault per 4 KiB of its scratch buffer on
+every training step.
 """
 
 import argparse
@@ -31,6 +36,11 @@ import time
 
 BACKENDS = ("tensorflow", "jax", "torch")
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+# The environment form of keras_gmlp.keep_freed_host_memory(); the timm
+# worker runs in an interpreter that may not have keras_gmlp.
+KEEP_FREED_MEMORY = dict(
+    MALLOC_ARENA_MAX="1", MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_=str(2**36)
+)
 RESPONSE = "@@"  # Prefix of a worker's answers; anything else on stdout is noise.
 
 # Image models: the paper's sizes, as timm's models of the same name.
@@ -325,6 +335,8 @@ def timm_available(python):
 
 def start_workers(args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    if args.keep_freed_memory:
+        env.update(KEEP_FREED_MEMORY)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(
         [root] + [p for p in [env.get("PYTHONPATH")] if p]
@@ -386,6 +398,20 @@ def summarize(samples, items):
     return items / statistics.median(samples), None
 
 
+def add_row(rows, row, speed, error, reference, flops, peak, digits):
+    """Completes `row` with throughput, ratio to `reference` and roofline."""
+    if speed is None:
+        row.update(throughput=error, ratio="-", roofline="-")
+    else:
+        row.update(
+            throughput=f"{speed:.{digits}f}",
+            ratio=f"{speed / reference:.2f}x" if reference else "-",
+            roofline=f"{100 * flops * speed / 1e9 / peak:.1f}%",
+        )
+    rows.append(row)
+    print(format_table([row], list(row)).splitlines()[-1], flush=True)
+
+
 def run_images(args, workers, peak, rows):
     keras_workers = [w for w in workers if w.name.startswith("keras")]
     for model in args.models:
@@ -409,25 +435,13 @@ def run_images(args, workers, peak, rows):
                         speed, error = summarize(results.get(index, "skipped"), batch)
                         speeds[worker.name] = speed
                         speeds[worker.name + "!"] = error
-                    reference = speeds.get("timm")
                     for worker in workers:
-                        speed = speeds[worker.name]
-                        row = dict(
+                        add_row(rows, dict(
                             task="image", model=model, batch=batch,
                             precision=precision, mode=mode, impl=worker.name,
                             unit="img/s",
-                        )
-                        if speed is None:
-                            row.update(throughput=speeds[worker.name + "!"],
-                                       ratio="-", roofline="-")
-                        else:
-                            row.update(
-                                throughput=f"{speed:.2f}",
-                                ratio=f"{speed / reference:.2f}x" if reference else "-",
-                                roofline=f"{100 * flops * speed / 1e9 / peak:.1f}%",
-                            )
-                        rows.append(row)
-                        print(format_table([row], list(row)).splitlines()[-1], flush=True)
+                        ), speeds[worker.name], speeds[worker.name + "!"],
+                            speeds.get("timm"), flops, peak, digits=2)
     return keras_workers
 
 
@@ -455,21 +469,11 @@ def run_text(args, workers, peak, rows):
                 speed, error = speeds[(worker.name, spec["model"])]
                 bert = speeds[(worker.name, "bert_base")][0]
                 flops = text_flops_per_token(spec["config"], length)
-                row = dict(
+                add_row(rows, dict(
                     task="text", model=spec["model"], batch=args.text_batch_size,
                     precision=precision, mode=f"infer-L{length}", impl=worker.name,
                     unit="tok/s",
-                )
-                if speed is None:
-                    row.update(throughput=error, ratio="-", roofline="-")
-                else:
-                    row.update(
-                        throughput=f"{speed:.0f}",
-                        ratio=f"{speed / bert:.2f}x" if bert else "-",
-                        roofline=f"{100 * flops * speed / 1e9 / peak:.1f}%",
-                    )
-                rows.append(row)
-                print(format_table([row], list(row)).splitlines()[-1], flush=True)
+                ), speed, error, bert, flops, peak, digits=0)
 
 
 def parse_args(argv=None):
@@ -503,6 +507,11 @@ def parse_args(argv=None):
     parser.add_argument("--torch-compile", action="store_true",
                         help="also time timm under torch.compile (slow to compile)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument(
+        "--keep-freed-memory", action="store_true",
+        help="run every worker, timm included, with glibc set to keep freed "
+        "memory mapped (the environment form of "
+        "keras_gmlp.keep_freed_host_memory())")
     args = parser.parse_args(argv)
     if args.quick:
         args.models = ["gmlp_s16", "mixer_b16"]
@@ -535,7 +544,9 @@ def main(argv=None):
     print()
     print(f"Median of {args.repeats} timed steps after {args.warmup} warm-up; "
           "ratio: images vs timm eager, text vs BERT-base on the same backend; "
-          f"roofline: model FLOPs x throughput / {peak:.0f} GFLOP/s.")
+          f"roofline: model FLOPs x throughput / {peak:.0f} GFLOP/s"
+          + ("; every worker kept freed memory (--keep-freed-memory)."
+             if args.keep_freed_memory else "."))
     print(format_table(rows, list(rows[0])) if rows else "no results")
     if args.json:
         with open(args.json, "w") as file:

@@ -8,6 +8,7 @@ first use.
 import importlib
 
 from keras_gmlp import layers
+from keras_gmlp.host_memory import keep_freed_host_memory
 
 __version__ = "0.1.0"
 

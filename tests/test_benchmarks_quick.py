@@ -19,6 +19,7 @@ def test_quick_run_prints_a_table():
             sys.executable,
             str(ROOT / "benchmarks" / "throughput.py"),
             "--quick",
+            "--keep-freed-memory",
             "--backends",
             backend,
         ],

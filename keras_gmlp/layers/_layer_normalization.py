@@ -18,7 +18,8 @@ class LastAxisLayerNormalization(keras.layers.LayerNormalization):
     """
 
     def __init__(self, **kwargs):
-        if kwargs.get("axis", -1) != -1:
+        # Keras stores the axis as a list, so a config round trip gives [-1].
+        if kwargs.get("axis", -1) not in (-1, [-1], (-1,)):
             raise ValueError(
                 "LastAxisLayerNormalization normalises the last axis only. "
                 f"Received: axis={kwargs['axis']}"

@@ -22,8 +22,8 @@ def gelu(x):
 
     JAX's own exact GELU goes through `erfc`, which XLA's CPU backend expands
     into a long piecewise polynomial and then recomputes inside several
-    fusions of the backward pass; the `erf` form is one native op and makes a
-    gMLP-S training step about 10% faster. TensorFlow and PyTorch already
+    fusions of the backward pass; the `erf` form is one native op and cut a
+    gMLP-S gradient step from 2.93 s to 2.74 s (interleaved A/B, 2 cores). TensorFlow and PyTorch already
     compute this formula (PyTorch in one fused kernel), so they keep Keras'.
     """
     if keras.backend.backend() != "jax":

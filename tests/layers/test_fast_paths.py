@@ -79,3 +79,10 @@ def test_layer_norm_equals_keras_layer_norm(rng, policy):
 def test_layer_norm_refuses_other_axes():
     with pytest.raises(ValueError, match="axis=1"):
         LastAxisLayerNormalization(axis=1)
+
+
+def test_layer_norm_config_round_trip():
+    layer = LastAxisLayerNormalization(epsilon=1e-5)
+    layer.build((2, 3, 4))
+    restored = LastAxisLayerNormalization.from_config(layer.get_config())
+    assert restored.epsilon == 1e-5

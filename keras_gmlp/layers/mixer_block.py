@@ -124,6 +124,7 @@ class MixerBlock(keras.layers.Layer):
         return self.drop_path(self.dropout_layer(x, training=training), training=training)
 
     def call(self, inputs, training=None):
+        check_rank(self.__class__.__name__, "inputs", inputs.shape, 3)
         self._check_shape(inputs.shape)
         tokens = ops.transpose(self.token_norm(inputs), (0, 2, 1))
         mixed = self._mlp(

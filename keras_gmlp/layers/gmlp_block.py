@@ -4,6 +4,7 @@ from keras import ops
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import gelu
+from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_length
 from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
@@ -246,6 +247,8 @@ class gMLPBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        # Records int8 sublayers, so a quantized block reloads as one.
+        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
         config.update(
             {
                 "hidden_dim": self.hidden_dim,

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
@@ -163,6 +164,8 @@ class TinyAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        # Records int8 sublayers, so a quantized block reloads as one.
+        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
         config.update(
             {
                 "attention_dim": self.attention_dim,

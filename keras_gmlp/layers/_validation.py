@@ -27,7 +27,14 @@ def check_rank(layer_name, argument, shape, rank):
         )
 
 
+def known(dim):
+    """`dim` if it is a concrete int; None for unknown or symbolic sizes
+    (e.g. the polymorphic shapes of a JAX export)."""
+    return dim if isinstance(dim, int) and not isinstance(dim, bool) else None
+
+
 def check_length(layer_name, length, max_length):
+    length = known(length)
     if length == 0:
         raise ValueError(
             f"{layer_name} needs at least one token; inputs must have length "
@@ -45,8 +52,8 @@ def check_padding_mask(layer_name, inputs_shape, padding_mask):
     """`padding_mask` must be `(batch, length)` of `inputs`, where known."""
     if padding_mask is None:
         return
-    mask_shape = tuple(padding_mask.shape)
-    expected = tuple(inputs_shape[:2])
+    mask_shape = tuple(known(d) for d in padding_mask.shape)
+    expected = tuple(known(d) for d in inputs_shape[:2])
     compatible = len(mask_shape) == 2 and all(
         a is None or b is None or a == b for a, b in zip(mask_shape, expected)
     )

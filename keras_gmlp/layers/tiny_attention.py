@@ -6,6 +6,7 @@ from keras import ops
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_padding_mask
+from keras_gmlp.layers._validation import known
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 
@@ -105,7 +106,7 @@ class TinyAttention(keras.layers.Layer):
                 f"{self.qkv_dense.kernel.shape[0]} channels. Received: "
                 f"inputs.shape={tuple(inputs.shape)}"
             )
-        if inputs.shape[1] == 0:
+        if known(inputs.shape[1]) == 0:
             raise ValueError(
                 f"{name} needs at least one token. Received: "
                 f"inputs.shape={tuple(inputs.shape)}"

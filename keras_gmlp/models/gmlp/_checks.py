@@ -10,6 +10,7 @@ with NaN, so a NaN output under JAX points at bad token ids.
 import keras
 import numpy as np
 
+from keras_gmlp.layers._validation import known
 from keras_gmlp.models._variable_guard import VariableGuard
 
 
@@ -56,6 +57,7 @@ def check_token_ids(token_ids, vocabulary_size, owner):
 
 
 def check_sequence_length(length, max_sequence_length, owner):
+    length = known(length)
     if length == 0:
         raise ValueError(
             f"{owner} needs at least one token per sequence; inputs must "
@@ -110,7 +112,7 @@ def check_input_shapes(inputs, max_sequence_length, owner):
     token_shape = getattr(inputs["token_ids"], "shape", None)
     if token_shape is None:
         return
-    token_shape = tuple(token_shape)
+    token_shape = tuple(known(d) for d in token_shape)
     if len(token_shape) != 2:
         raise ValueError(
             f"{owner} expects `token_ids` of rank 2, (batch, sequence_length). "
@@ -122,7 +124,7 @@ def check_input_shapes(inputs, max_sequence_length, owner):
         shape = getattr(value, "shape", None)
         if shape is None:
             continue
-        shape = tuple(shape)
+        shape = tuple(known(d) for d in shape)
         same = len(shape) == 2 and all(
             a is None or b is None or a == b for a, b in zip(shape, token_shape)
         )

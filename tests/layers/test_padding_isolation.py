@@ -48,8 +48,11 @@ def test_tiny_attention_ignores_padded_values(causal):
     assert_real_tokens_equal(attention, 10)
 
 
-@pytest.mark.parametrize("attention_dim", [None, 4], ids=["gmlp", "amlp"])
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(
+    "attention_dim, causal",
+    [(None, True), (4, False)],
+    ids=["gmlp-causal", "amlp-bidirectional"],
+)
 def test_block_ignores_padded_values(attention_dim, causal):
     block = gMLPBlock(
         hidden_dim=8,

@@ -2,9 +2,11 @@
 its decorator uses, so `keras.saving.load_model` finds saved models."""
 
 import importlib
+
 import keras
 
 import keras_gmlp.models
+
 
 def test_each_lazy_name_is_the_real_registration():
     for module, names in keras_gmlp.models.LAZY_CLASSES.items():

@@ -2,17 +2,21 @@
 
 `keras_gmlp.layers` and the image applications import only keras; the text
 models (`keras_gmlp.models`) import keras-hub, and with it TensorFlow, on
-first use.
+first use. Importing keras_gmlp registers every class the library saves,
+so `keras.saving.load_model` needs nothing else.
 """
 
 import importlib
 
 from keras_gmlp import layers
+
+# Registers the keras-hub model classes with Keras (without importing them).
+from keras_gmlp import models
 from keras_gmlp.host_memory import keep_freed_host_memory
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("applications", "distribution", "models", "visualization")
+_LAZY_SUBMODULES = ("applications", "distribution", "visualization")
 
 
 def __getattr__(name):

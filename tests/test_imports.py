@@ -12,6 +12,10 @@ import keras_gmlp
 import keras_gmlp.layers
 import keras_gmlp.applications
 import keras_gmlp.distribution
+import keras
+# Every saved class is registered (lazily), so load_model needs no other import.
+for name in keras_gmlp.models.__all__:
+    assert keras.saving.get_registered_object("keras_gmlp>" + name), name
 heavy = sorted(m for m in ("tensorflow", "keras_hub") if m in sys.modules)
 assert not heavy, f"importing keras_gmlp pulled in {heavy}"
 """

@@ -23,9 +23,12 @@ def gelu(x):
     JAX's own exact GELU goes through `erfc`, which XLA's CPU backend expands
     into a long piecewise polynomial and then recomputes inside several
     fusions of the backward pass; the `erf` form is one native op and cut a
-    gMLP-S gradient step from 2.93 s to 2.74 s (interleaved A/B, 2 cores). TensorFlow and PyTorch already
-    compute this formula (PyTorch in one fused kernel), so they keep Keras'.
+    gMLP-S gradient step from 2.93 s to 2.74 s (interleaved A/B, 2 cores).
+    TensorFlow's own exact GELU uses `erfc`, which ONNX has no operator for,
+    so a TensorFlow model exported to ONNX would not load; it takes the `erf`
+    form too. PyTorch computes this formula in one fused kernel and keeps
+    Keras'.
     """
-    if keras.backend.backend() != "jax":
+    if keras.backend.backend() == "torch":
         return keras.activations.gelu(x, approximate=False)
     return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))

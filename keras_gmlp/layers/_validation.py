@@ -19,18 +19,47 @@ def check_rate(name, value):
 
 
 def check_rank(layer_name, argument, shape, rank):
-    if len(shape) != rank:
+    if shape is None or len(shape) != rank:
         raise ValueError(
             f"{layer_name} expects `{argument}` of rank {rank}, "
             f"(batch, sequence_length, channels). Received: "
-            f"{argument}.shape={tuple(shape)}"
+            f"{argument}.shape={None if shape is None else tuple(shape)}"
         )
 
 
+def known(dim):
+    """`dim` if it is a concrete int; None for unknown or symbolic sizes
+    (e.g. the polymorphic shapes of a JAX export)."""
+    return dim if isinstance(dim, int) and not isinstance(dim, bool) else None
+
+
 def check_length(layer_name, length, max_length):
+    length = known(length)
+    if length == 0:
+        raise ValueError(
+            f"{layer_name} needs at least one token; inputs must have length "
+            f"in [1, {max_length}]. Received: length 0"
+        )
     if length is not None and length > max_length:
         raise ValueError(
             f"{layer_name} was built for at most sequence_length={max_length} "
             f"tokens; inputs must have length <= {max_length}. Received: "
             f"length {length}"
+        )
+
+
+def check_padding_mask(layer_name, inputs_shape, padding_mask):
+    """`padding_mask` must be `(batch, length)` of `inputs`, where known."""
+    if padding_mask is None:
+        return
+    mask_shape = tuple(known(d) for d in padding_mask.shape)
+    expected = tuple(known(d) for d in inputs_shape[:2])
+    compatible = len(mask_shape) == 2 and all(
+        a is None or b is None or a == b for a, b in zip(mask_shape, expected)
+    )
+    if not compatible:
+        raise ValueError(
+            f"{layer_name} expects `padding_mask` of shape (batch, length) = "
+            f"{expected}, matching `inputs`. Received: "
+            f"padding_mask.shape={mask_shape}"
         )

@@ -4,6 +4,9 @@ from keras import ops
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import gelu
+from keras_gmlp.layers._quantization import serialized_dtype
+from keras_gmlp.layers._validation import check_length
+from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
@@ -150,7 +153,7 @@ class gMLPBlock(keras.layers.Layer):
             drop_path_rate, dtype=self.dtype_policy, name="drop_path"
         )
 
-    def build(self, inputs_shape, padding_mask_shape=None):
+    def _check_inputs(self, inputs_shape):
         check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
         if inputs_shape[-1] != self.hidden_dim:
             raise ValueError(
@@ -158,6 +161,9 @@ class gMLPBlock(keras.layers.Layer):
                 f"so `inputs` must have {self.hidden_dim} channels. Received: "
                 f"inputs.shape={tuple(inputs_shape)}"
             )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        self._check_inputs(inputs_shape)
         batch, length = inputs_shape[0], inputs_shape[1]
         self.norm.build(inputs_shape)
         self.expand_dense.build((None, self.hidden_dim))
@@ -174,6 +180,12 @@ class gMLPBlock(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
     ):
+        self._check_inputs(inputs.shape)
+        if cache is None:
+            check_length(
+                self.__class__.__name__, inputs.shape[1], self.sequence_length
+            )
+            check_padding_mask(self.__class__.__name__, inputs.shape, padding_mask)
         sgu_cache = attention_cache = None
         if cache is not None:
             if self.tiny_attention is not None:
@@ -235,6 +247,8 @@ class gMLPBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        # Records int8 sublayers, so a quantized block reloads as one.
+        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
         config.update(
             {
                 "hidden_dim": self.hidden_dim,

@@ -4,6 +4,7 @@ from keras import ops
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import gelu
+from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
@@ -124,6 +125,7 @@ class MixerBlock(keras.layers.Layer):
         return self.drop_path(self.dropout_layer(x, training=training), training=training)
 
     def call(self, inputs, training=None):
+        check_rank(self.__class__.__name__, "inputs", inputs.shape, 3)
         self._check_shape(inputs.shape)
         tokens = ops.transpose(self.token_norm(inputs), (0, 2, 1))
         mixed = self._mlp(
@@ -142,6 +144,8 @@ class MixerBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        # Records int8 sublayers, so a quantized block reloads as one.
+        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
         config.update(
             {
                 "hidden_dim": self.hidden_dim,

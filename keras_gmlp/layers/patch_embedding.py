@@ -58,10 +58,10 @@ class PatchEmbedding(keras.layers.Layer):
             )
         height, width = image_shape[1], image_shape[2]
         for size in (height, width):
-            if size is not None and size % self.patch_size:
+            if size is not None and (size == 0 or size % self.patch_size):
                 raise ValueError(
-                    f"The image height and width must be multiples of "
-                    f"patch_size={self.patch_size}. Received: "
+                    f"The image height and width must be positive multiples "
+                    f"of patch_size={self.patch_size}. Received: "
                     f"inputs.shape={tuple(image_shape)}"
                 )
         return tuple(

@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._validation import check_length
+from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 
@@ -145,11 +146,24 @@ class SpatialGatingUnit(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
     ):
+        name = self.__class__.__name__
+        check_rank(name, "inputs", inputs.shape, 3)
+        if inputs.shape[-1] != 2 * self.norm.gamma.shape[-1]:
+            raise ValueError(
+                f"{name} was built for inputs with "
+                f"{2 * self.norm.gamma.shape[-1]} channels. Received: "
+                f"inputs.shape={tuple(inputs.shape)}"
+            )
+        check_length(name, inputs.shape[1], self.sequence_length)
+        check_padding_mask(name, inputs.shape, padding_mask)
         u, v = ops.split(inputs, 2, axis=-1)
         v = ops.cast(self.norm(v), u.dtype)
         if padding_mask is not None:
-            # Zeroed after the norm: a padded token then adds nothing to W @ v.
-            v = v * ops.cast(padding_mask, v.dtype)[:, :, None]
+            # Zeroed after the norm, so a padded token adds nothing to W @ v.
+            # Selected, not multiplied: 0 * NaN is NaN, and a padded position
+            # may hold anything.
+            real = ops.cast(padding_mask, "bool")[:, :, None]
+            v = ops.where(real, v, ops.zeros_like(v))
         length = inputs.shape[1]
         if cache is None:
             check_length(self.__class__.__name__, length, self.sequence_length)

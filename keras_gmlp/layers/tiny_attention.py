@@ -4,6 +4,9 @@ import keras
 from keras import ops
 
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._quantization import serialized_dtype
+from keras_gmlp.layers._validation import check_padding_mask
+from keras_gmlp.layers._validation import known
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 
@@ -95,6 +98,25 @@ class TinyAttention(keras.layers.Layer):
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.attention_dim,))
 
     def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):
+        name = self.__class__.__name__
+        check_rank(name, "inputs", inputs.shape, 3)
+        if inputs.shape[-1] != self.qkv_dense.kernel.shape[0]:
+            raise ValueError(
+                f"{name} was built for inputs with "
+                f"{self.qkv_dense.kernel.shape[0]} channels. Received: "
+                f"inputs.shape={tuple(inputs.shape)}"
+            )
+        if known(inputs.shape[1]) == 0:
+            raise ValueError(
+                f"{name} needs at least one token. Received: "
+                f"inputs.shape={tuple(inputs.shape)}"
+            )
+        if cache is None:
+            check_padding_mask(name, inputs.shape, padding_mask)
+        elif padding_mask is not None:
+            check_padding_mask(
+                name, (inputs.shape[0], cache.shape[2]), padding_mask
+            )
         query, key, value = ops.split(
             dense_on_last_axis(self.qkv_dense, inputs), 3, axis=-1
         )
@@ -122,6 +144,9 @@ class TinyAttention(keras.layers.Layer):
         allowed = None
         if padding_mask is not None:
             allowed = ops.cast(padding_mask, "bool")[:, None, :]
+            # A masked key's weight is exactly 0, but 0 * NaN is NaN: padded
+            # values are replaced, not just down-weighted.
+            value = ops.where(allowed[:, 0, :, None], value, ops.zeros_like(value))
         if self.causal:
             query_positions = start + ops.arange(ops.shape(query)[1])
             key_positions = ops.arange(ops.shape(key)[1])
@@ -140,6 +165,8 @@ class TinyAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        # Records int8 sublayers, so a quantized block reloads as one.
+        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
         config.update(
             {
                 "attention_dim": self.attention_dim,

@@ -10,6 +10,9 @@ with NaN, so a NaN output under JAX points at bad token ids.
 import keras
 import numpy as np
 
+from keras_gmlp.layers._validation import known
+from keras_gmlp.models._variable_guard import VariableGuard
+
 
 def concrete_values(x):
     """`x` as a numpy array if its values are known now, else None."""
@@ -54,6 +57,13 @@ def check_token_ids(token_ids, vocabulary_size, owner):
 
 
 def check_sequence_length(length, max_sequence_length, owner):
+    length = known(length)
+    if length == 0:
+        raise ValueError(
+            f"{owner} needs at least one token per sequence; inputs must "
+            f"have between 1 and {max_sequence_length} tokens. Received: "
+            "sequence length 0"
+        )
     if length is not None and length > max_sequence_length:
         raise ValueError(
             f"{owner} was built with max_sequence_length="
@@ -90,4 +100,48 @@ def check_preprocessor_matches(backbone, preprocessor, owner):
             f"backbone's vocabulary_size={backbone.vocabulary_size}; token "
             "ids would fall outside the embedding. Build the backbone with "
             f"`vocabulary_size={tokenizer_size}` (or larger)."
+        )
+
+
+def check_input_shapes(inputs, max_sequence_length, owner):
+    """Checks a backbone's input dict by its shapes alone (known before a
+    compiled step runs): `token_ids` of rank 2 and a length in
+    `[1, max_sequence_length]`, and every other input of the same shape."""
+    if not isinstance(inputs, dict) or "token_ids" not in inputs:
+        return
+    token_shape = getattr(inputs["token_ids"], "shape", None)
+    if token_shape is None:
+        return
+    token_shape = tuple(known(d) for d in token_shape)
+    if len(token_shape) != 2:
+        raise ValueError(
+            f"{owner} expects `token_ids` of rank 2, (batch, sequence_length). "
+            f"Received: token_ids.shape={token_shape}"
+        )
+    check_sequence_length(token_shape[1], max_sequence_length, owner)
+    for name in ("segment_ids", "padding_mask"):
+        value = inputs.get(name)
+        shape = getattr(value, "shape", None)
+        if shape is None:
+            continue
+        shape = tuple(known(d) for d in shape)
+        same = len(shape) == 2 and all(
+            a is None or b is None or a == b for a, b in zip(shape, token_shape)
+        )
+        if not same:
+            raise ValueError(
+                f"{owner}: `{name}` must have the shape of `token_ids`, "
+                f"{token_shape}. Received: {name}.shape={shape}"
+            )
+
+
+class TextInputGuard(VariableGuard):
+    """`VariableGuard` for the gMLP text models: batches of token ids are
+    checked against the backbone before `fit`, `evaluate` or `predict`
+    compiles a step (raw strings are checked by the preprocessor)."""
+
+    def check_step_inputs(self, x):
+        backbone = getattr(self, "backbone", self)
+        check_input_shapes(
+            x, backbone.max_sequence_length, self.__class__.__name__
         )

@@ -5,7 +5,8 @@ from keras_gmlp import distribution
 from keras_gmlp.layers import gMLPBlock
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
-from keras_gmlp.models.gmlp._checks import check_sequence_length
+from keras_gmlp.models.gmlp._checks import TextInputGuard
+from keras_gmlp.models.gmlp._checks import check_input_shapes
 from keras_gmlp.models.gmlp._checks import check_token_ids
 
 
@@ -14,7 +15,7 @@ def gmlp_embedding_initializer():
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPBackbone(Backbone):
+class gMLPBackbone(TextInputGuard, Backbone):
     """The gMLP (or aMLP) text encoder of "Pay Attention to MLPs".
 
     Token and segment embeddings are summed (there are no position
@@ -164,7 +165,15 @@ class gMLPBackbone(Backbone):
         for block in self.gmlp_blocks:
             x = block(x, padding_mask=padding_mask_input)
         sequence_output = self.final_layer_norm(x)
-        pooled_output = self.pooler(sequence_output, mask=padding_mask_input)
+        # The pooler multiplies by the mask, and 0 * NaN is NaN: padded rows
+        # are replaced first, so whatever they hold cannot reach the mean.
+        real_tokens = keras.ops.cast(padding_mask_input, "bool")[:, :, None]
+        pooled_output = self.pooler(
+            keras.ops.where(
+                real_tokens, sequence_output, keras.ops.zeros_like(sequence_output)
+            ),
+            mask=padding_mask_input,
+        )
         super().__init__(
             inputs={
                 "token_ids": token_id_input,
@@ -195,10 +204,8 @@ class gMLPBackbone(Backbone):
         # (or traced) tensors, where lengths and, eagerly, values are known.
         if isinstance(inputs, dict) and "token_ids" in inputs:
             token_ids = inputs["token_ids"]
-            check_sequence_length(
-                token_ids.shape[1] if len(token_ids.shape) > 1 else None,
-                self.max_sequence_length,
-                self.__class__.__name__,
+            check_input_shapes(
+                inputs, self.max_sequence_length, self.__class__.__name__
             )
             check_token_ids(
                 token_ids, self.vocabulary_size, self.__class__.__name__

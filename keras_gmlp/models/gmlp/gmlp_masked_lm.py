@@ -2,6 +2,7 @@ import keras
 from keras_hub.layers import MaskedLMHead
 from keras_hub.models import MaskedLM
 
+from keras_gmlp.models.gmlp._checks import TextInputGuard
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
@@ -11,7 +12,7 @@ from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import (
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPMaskedLM(MaskedLM):
+class gMLPMaskedLM(TextInputGuard, MaskedLM):
     """A gMLP or aMLP encoder with a masked-language-modeling head.
 
     The head gathers the encoder's outputs at `"mask_positions"`, applies a
@@ -80,3 +81,27 @@ class gMLPMaskedLM(MaskedLM):
         sequence_output = backbone(backbone.input)["sequence_output"]
         outputs = self.masked_lm_head(sequence_output, inputs["mask_positions"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        # The head is built with the backbone's dtype policy, so after
+        # `quantize()` its int8 layers are recorded in the backbone's policy
+        # map; otherwise a reloaded head would be float and refuse the
+        # saved int8 weights.
+        head_layers = self.masked_lm_head._flatten_layers(include_self=False)
+        quantized = {
+            layer.path: layer.dtype_policy
+            for layer in head_layers
+            if layer.quantization_mode is not None
+        }
+        if quantized:
+            backbone_config = dict(config["backbone"]["config"])
+            policy = keras.dtype_policies.get(backbone_config["dtype"])
+            if not isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
+            for path, layer_policy in quantized.items():
+                if path not in policy:  # the tied embedding is there already
+                    policy[path] = layer_policy
+            backbone_config["dtype"] = keras.dtype_policies.serialize(policy)
+            config["backbone"] = dict(config["backbone"], config=backbone_config)
+        return config

@@ -63,8 +63,8 @@ def parse_args(argv=None):
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated subset of bert,gmlp,amlp")
     parser.add_argument("--seeds", type=positive_int, default=3)
-    parser.add_argument("--steps", type=positive_int, default=3000)
-    parser.add_argument("--eval-every", type=positive_int, default=250)
+    parser.add_argument("--steps", type=positive_int, default=1000)
+    parser.add_argument("--eval-every", type=positive_int, default=100)
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--sequence-length", type=positive_int, default=64)
     parser.add_argument("--vocabulary-size", type=positive_int, default=4000)
@@ -487,7 +487,8 @@ def plot(results, args, path):
     axis.set_yscale("log")
     axis.set_xlabel("training step")
     axis.set_ylabel("held-out masked-token perplexity")
-    axis.set_title(f"MLM at equal size, {len(results['seeds'])} seeds "
+    num_seeds = len(results["runs"][args.models[0]])
+    axis.set_title(f"MLM at equal size, {num_seeds} seeds "
                    "(median, min-max band)")
     axis.legend()
     axis.grid(True, which="both", alpha=0.3)
@@ -567,9 +568,10 @@ def main(argv=None):
         for name in args.models:
             curve = train_one(name, seed, args, data, heldout, dims.get(name))
             results["runs"][name].append({"seed": seed, "curve": curve})
-    results["summary"] = summarise(results, args)
-    results["seconds"] = time.perf_counter() - started
-    write_outputs(results, args)
+        # Outputs after every seed, so a stopped run still leaves results.
+        results["summary"] = summarise(results, args)
+        results["seconds"] = time.perf_counter() - started
+        write_outputs(results, args)
     print(table(results, args))
     print(f"total time {results['seconds'] / 60:.1f} min; outputs in {args.output_dir}")
 

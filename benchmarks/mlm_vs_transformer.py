@@ -96,7 +96,7 @@ def parse_args(argv=None):
     if not 0.0 <= args.warmup_fraction < 1.0:
         parser.error(f"--warmup-fraction must be in [0, 1); received {args.warmup_fraction}")
     if args.quick:
-        args.seeds, args.steps, args.eval_every = 1, 4, 2
+        args.seeds, args.steps, args.eval_every = 1, 2, 2
         args.batch_size, args.sequence_length, args.vocabulary_size = 8, 32, 300
         args.hidden_dim, args.bert_layers, args.bert_heads = 32, 1, 2
         args.gmlp_layers, args.attention_dim = 2, 8
@@ -147,7 +147,7 @@ def load_documents(quick):
 
     documents = {f"topics:{name}": text for name, text in topics.topics.items()}
     if quick:
-        names = sorted(documents)[:20]
+        names = sorted(documents)[:10]
         return {name: documents[name] for name in names}
     documents.update(stdlib_docstrings())
     return documents
@@ -274,11 +274,10 @@ def unigram_perplexity(data, heldout_labels, heldout_weights):
 # ---------------------------------------------------------------- the models
 
 
-def bert_parameter_counts(masked_lm):
+def bert_parameter_counts(backbone):
     """(embedding, non-embedding) parameters of BERT's encoder. Token,
     position and segment tables are embeddings; the pooler is left out:
     masked LM training never uses it."""
-    backbone = masked_lm.backbone
     embedding = sum(
         backbone.get_layer(name).count_params()
         for name in ("token_embedding", "position_embedding", "segment_embedding")
@@ -287,11 +286,11 @@ def bert_parameter_counts(masked_lm):
     return embedding, backbone.count_params() - embedding - pooler
 
 
-def build_model(name, args, vocabulary_size, intermediate_dim=None):
+def build_backbone(name, args, vocabulary_size, intermediate_dim=None):
+    """The encoder and its (embedding, non-embedding) parameter counts."""
     import keras_hub
 
     from keras_gmlp.models import gMLPBackbone
-    from keras_gmlp.models import gMLPMaskedLM
 
     if name == "bert":
         backbone = keras_hub.models.BertBackbone(
@@ -303,8 +302,7 @@ def build_model(name, args, vocabulary_size, intermediate_dim=None):
             dropout=args.dropout,
             max_sequence_length=args.sequence_length,
         )
-        masked_lm = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-        return masked_lm, bert_parameter_counts(masked_lm)
+        return backbone, bert_parameter_counts(backbone)
     backbone = gMLPBackbone(
         vocabulary_size=vocabulary_size,
         num_layers=args.gmlp_layers,
@@ -314,8 +312,21 @@ def build_model(name, args, vocabulary_size, intermediate_dim=None):
         attention_dim=args.attention_dim if name == "amlp" else None,
         dropout=args.dropout,
     )
-    counts = (backbone.count_embedding_params(), backbone.count_non_embedding_params())
-    return gMLPMaskedLM(backbone, preprocessor=None), counts
+    return backbone, (
+        backbone.count_embedding_params(),
+        backbone.count_non_embedding_params(),
+    )
+
+
+def build_masked_lm(name, args, vocabulary_size, intermediate_dim=None):
+    import keras_hub
+
+    from keras_gmlp.models import gMLPMaskedLM
+
+    backbone, _ = build_backbone(name, args, vocabulary_size, intermediate_dim)
+    if name == "bert":
+        return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    return gMLPMaskedLM(backbone, preprocessor=None)
 
 
 def matched_intermediate_dims(args, vocabulary_size, target):
@@ -324,8 +335,8 @@ def matched_intermediate_dims(args, vocabulary_size, target):
     dims = {}
     for name in ("gmlp", "amlp"):
         low, high = 2, 4 * args.hidden_dim
-        count_low = build_model(name, args, vocabulary_size, low)[1][1]
-        count_high = build_model(name, args, vocabulary_size, high)[1][1]
+        count_low = build_backbone(name, args, vocabulary_size, low)[1][1]
+        count_high = build_backbone(name, args, vocabulary_size, high)[1][1]
         per_unit = (count_high - count_low) / (high - low)
         dim = low + (target - count_low) / per_unit
         dims[name] = max(2, 2 * int(round(dim / 2)))
@@ -359,7 +370,7 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
 
     keras.utils.set_random_seed(seed)
     vocabulary_size = data["tokenizer"].vocabulary_size()
-    model, _ = build_model(name, args, vocabulary_size, intermediate_dim)
+    model = build_masked_lm(name, args, vocabulary_size, intermediate_dim)
     compile_model(model, args)
     # The batches and their masks depend on the seed only, not the model.
     rng = np.random.default_rng(seed)
@@ -529,7 +540,7 @@ def main(argv=None):
         data["heldout"], np.random.default_rng(12345), data["num_slots"],
         data["mask_id"], vocabulary_size, data["first_word_id"],
     )
-    bert_counts = build_model("bert", args, vocabulary_size)[1]
+    bert_counts = build_backbone("bert", args, vocabulary_size)[1]
     dims = matched_intermediate_dims(args, vocabulary_size, bert_counts[1])
     results = {
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
@@ -549,7 +560,7 @@ def main(argv=None):
         "runs": {name: [] for name in args.models},
     }
     for name in args.models:
-        counts = bert_counts if name == "bert" else build_model(
+        counts = bert_counts if name == "bert" else build_backbone(
             name, args, vocabulary_size, dims[name])[1]
         results["models"][name] = {
             "num_layers": args.bert_layers if name == "bert" else args.gmlp_layers,

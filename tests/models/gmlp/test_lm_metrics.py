@@ -173,7 +173,7 @@ def test_masked_lm_evaluate_counts_only_real_masked_tokens(rng):
     }
     labels, _, weights = _masked_batch(rng, batch=4, slots=6, real_counts=(6, 2, 3, 1))
     scores = model.evaluate(x, labels, sample_weight=weights, batch_size=3, verbose=0, return_dict=True)
-    logits = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    logits = keras.ops.convert_to_numpy(model(x))
     accuracy, perplexity = _reference(labels, logits, weights)
     np.testing.assert_allclose(scores["masked_lm_accuracy"], accuracy, rtol=1e-5)
     np.testing.assert_allclose(scores["masked_lm_perplexity"], perplexity, rtol=1e-4)
@@ -196,7 +196,7 @@ def test_causal_lm_perplexity_over_real_tokens(rng):
     x = {"token_ids": token_ids[:, :-1], "padding_mask": padding_mask[:, :-1]}
     y, weights = token_ids[:, 1:], padding_mask[:, 1:].astype("float32")
     scores = model.evaluate(x, y, sample_weight=weights, verbose=0, return_dict=True)
-    logits = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    logits = keras.ops.convert_to_numpy(model(x))
     np.testing.assert_allclose(
         scores["causal_lm_perplexity"], _reference(y, logits, weights)[1], rtol=1e-4
     )

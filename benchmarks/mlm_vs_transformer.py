@@ -99,7 +99,7 @@ def parse_args(argv=None):
         args.seeds, args.steps, args.eval_every = 1, 2, 2
         args.batch_size, args.sequence_length, args.vocabulary_size = 8, 32, 300
         args.hidden_dim, args.bert_layers, args.bert_heads = 32, 1, 2
-        args.gmlp_layers, args.attention_dim = 2, 8
+        args.gmlp_layers, args.attention_dim = 1, 8
     if args.sequence_length < 8:
         parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
     if args.hidden_dim % args.bert_heads:

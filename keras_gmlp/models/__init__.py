@@ -25,6 +25,9 @@ _TEXT_MODELS = (
     "gMLPMaskedLMPreprocessor",
     "gMLPTextClassifier",
     "gMLPTextClassifierPreprocessor",
+    "MaskedLMAccuracy",
+    "MaskedLMPerplexity",
+    "CausalLMPerplexity",
 )
 
 

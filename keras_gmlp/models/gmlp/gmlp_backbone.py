@@ -229,6 +229,47 @@ class gMLPBackbone(TextInputGuard, Backbone):
         )
         return config
 
+    def count_embedding_params(self):
+        """The number of parameters in the token and segment embeddings.
+
+        The convention of scaling-law studies (and of the paper's
+        comparison at equal size): embedding tables grow with the
+        vocabulary, not with the model's capacity to combine tokens, so
+        models are compared by their non-embedding parameters. With tied
+        input and output embeddings (`gMLPMaskedLM`, `gMLPCausalLM`) the
+        token table is counted once.
+
+        Returns:
+            int, `vocabulary_size * hidden_dim + num_segments * hidden_dim`.
+
+        Examples:
+
+        ```python
+        backbone = keras_gmlp.models.gMLPBackbone(
+            vocabulary_size=1000, num_layers=2, hidden_dim=64,
+            intermediate_dim=256, max_sequence_length=128,
+        )
+        backbone.count_embedding_params()  # (1000 + 2) * 64 = 64128
+        backbone.count_non_embedding_params()  # the blocks and final norm
+        ```
+        """
+        return self.token_embedding.count_params() + (
+            self.segment_embedding.count_params()
+        )
+
+    def count_non_embedding_params(self):
+        """The number of parameters outside the embedding tables.
+
+        The blocks (channel projections, spatial weights, norms and, in
+        aMLP, the tiny attention) and the final layer normalisation:
+        `count_params() - count_embedding_params()`. The spatial weights
+        grow as `max_sequence_length ** 2` per block.
+
+        Returns:
+            int.
+        """
+        return self.count_params() - self.count_embedding_params()
+
     @staticmethod
     def get_layout_map(
         device_mesh,

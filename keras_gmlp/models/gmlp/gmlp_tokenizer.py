@@ -1,3 +1,5 @@
+import warnings
+
 import keras
 from keras_hub.tokenizers import WordPieceTokenizer
 from keras_hub.tokenizers import compute_word_piece_vocabulary
@@ -67,35 +69,124 @@ class gMLPTokenizer(WordPieceTokenizer):
         lowercase=False,
         strip_accents=False,
         vocabulary_output_file=None,
+        split=True,
+        split_on_cjk=True,
+        suffix_indicator="##",
+        reserved_tokens=None,
         **kwargs,
     ):
         """Trains a WordPiece vocabulary on `data` and returns a tokenizer.
 
+        Runs keras-hub's `compute_word_piece_vocabulary` (tensorflow-text's
+        WordPiece learner) and passes the settings that shape the
+        vocabulary to the tokenizer as well, so both split text the same
+        way. The learner keeps only word pieces that occur at least 10
+        times (its lowest count threshold, which keras-hub does not
+        expose), so a small corpus can give fewer tokens than
+        `vocabulary_size`: that raises a `UserWarning` saying how many.
+
         Args:
             data: a `tf.data.Dataset` of strings (batch it, e.g. by
                 1,000, for speed) or a list of paths of text files.
-            vocabulary_size: int, the size of the vocabulary to train,
-                special tokens included. Small corpora may give fewer.
+            vocabulary_size: int, the most tokens to keep, special tokens
+                included.
             lowercase: bool, whether to lowercase the text.
             strip_accents: bool, whether to strip accents.
             vocabulary_output_file: optional path; the vocabulary is also
                 written there, one token a line, for `vocabulary=path`.
+            split: bool, whether to split text on whitespace and
+                punctuation. `False` needs a dataset of already split words
+                (and the tokenizer then expects split input too).
+            split_on_cjk: bool, whether to split CJK characters apart.
+            suffix_indicator: str, the prefix that marks a word piece
+                continuing a word, `"##"` in BERT.
+            reserved_tokens: optional list of strings kept in the
+                vocabulary after BERT's five special tokens, e.g. extra
+                markers for your data.
             **kwargs: passed to the tokenizer's constructor.
+
+        Examples:
+
+        ```python
+        texts = tf.data.Dataset.from_tensor_slices(paragraphs).batch(1000)
+        tokenizer = keras_gmlp.models.gMLPTokenizer.from_corpus(
+            texts, vocabulary_size=2000, lowercase=True,
+            reserved_tokens=["[CODE]"],
+        )
+        tokenizer.vocabulary_size()  # 2000, or fewer with a warning
+        ```
         """
+        reserved = list(SPECIAL_TOKENS)
+        for token in reserved_tokens or ():
+            if not isinstance(token, str):
+                raise ValueError(
+                    "Argument `reserved_tokens` must be a list of strings. "
+                    f"Received: reserved_tokens={reserved_tokens!r}"
+                )
+            if token not in reserved:
+                reserved.append(token)
+        if (
+            isinstance(vocabulary_size, bool)
+            or not isinstance(vocabulary_size, int)
+            or vocabulary_size <= len(reserved)
+        ):
+            raise ValueError(
+                "Argument `vocabulary_size` must be an integer larger than "
+                f"the {len(reserved)} reserved tokens {reserved}. "
+                f"Received: vocabulary_size={vocabulary_size!r}"
+            )
         vocabulary = compute_word_piece_vocabulary(
             data,
             vocabulary_size,
             vocabulary_output_file=vocabulary_output_file,
             lowercase=lowercase,
             strip_accents=strip_accents,
-            reserved_tokens=list(SPECIAL_TOKENS),
+            split=split,
+            split_on_cjk=split_on_cjk,
+            suffix_indicator=suffix_indicator,
+            reserved_tokens=reserved,
         )
         if vocabulary_output_file is not None:
             # keras-hub then writes the file instead of returning the list.
+            with open(vocabulary_output_file, encoding="utf-8") as file:
+                trained_size = sum(1 for _ in file)
             vocabulary = vocabulary_output_file
+        else:
+            trained_size = len(vocabulary)
+        if trained_size < vocabulary_size:
+            warnings.warn(
+                f"gMLPTokenizer.from_corpus() was asked for "
+                f"vocabulary_size={vocabulary_size} but trained only "
+                f"{trained_size} tokens. {_shortfall_reason(vocabulary_size, trained_size)}",
+                stacklevel=2,
+            )
         return cls(
             vocabulary=vocabulary,
             lowercase=lowercase,
             strip_accents=strip_accents,
+            split=split,
+            split_on_cjk=split_on_cjk,
+            suffix_indicator=suffix_indicator,
             **kwargs,
         )
+
+
+def _shortfall_reason(asked, trained):
+    """Why keras-hub's trainer (tensorflow-text's WordPiece learner)
+    returned fewer tokens than asked. It binary-searches a whole-number
+    count threshold, never below 10 occurrences, and stops as soon as the
+    vocabulary is at most 5% short of the target."""
+    if asked - trained <= 0.05 * asked:
+        return (
+            "keras-hub's WordPiece trainer (tensorflow-text's learner) "
+            "stops searching once the vocabulary is within 5% below the "
+            "size asked for. Ask for a little more to get closer."
+        )
+    return (
+        "keras-hub's WordPiece trainer (tensorflow-text's learner) keeps "
+        "the word pieces seen at least a whole-number count of times, "
+        "never fewer than 10, and no such count gives more on this "
+        "corpus: it has too few frequent distinct word pieces. Train on "
+        "more text for a larger vocabulary, or ask for "
+        f"vocabulary_size={trained}."
+    )

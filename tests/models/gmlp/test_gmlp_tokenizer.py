@@ -68,3 +68,53 @@ def test_from_corpus(corpus, tmp_path):
     ids = as_list(tokenizer("the value of the object"))
     assert tokenizer.pad_token_id not in ids and 1 not in ids
     assert tokenizer.detokenize(ids) is not None
+
+
+def test_from_corpus_warns_when_the_corpus_gives_fewer_tokens(corpus):
+    import tensorflow as tf
+
+    data = tf.data.Dataset.from_tensor_slices(corpus[:50]).batch(50)
+    with pytest.warns(UserWarning, match=r"vocabulary_size=5000 but trained only \d+ tokens.*too few frequent distinct word pieces"):
+        tokenizer = gMLPTokenizer.from_corpus(data, vocabulary_size=5000, lowercase=True)
+    size = tokenizer.vocabulary_size()
+    assert size < 5000
+    # A size the corpus can fill is silent.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        smaller = gMLPTokenizer.from_corpus(data, vocabulary_size=size // 2, lowercase=True)
+    assert smaller.vocabulary_size() == size // 2
+    # Just short of the target: the learner's 5% slack, said as such.
+    with pytest.warns(UserWarning, match="within 5%"):
+        gMLPTokenizer.from_corpus(data, vocabulary_size=size + 1, lowercase=True)
+
+
+def test_from_corpus_trainer_settings(corpus):
+    import tensorflow as tf
+
+    data = tf.data.Dataset.from_tensor_slices(corpus[:50]).batch(50)
+    tokenizer = gMLPTokenizer.from_corpus(
+        data, vocabulary_size=150, lowercase=True, suffix_indicator="@@",
+        reserved_tokens=["[CODE]", "[MASK]"],
+    )
+    vocabulary = tokenizer.get_vocabulary()
+    assert vocabulary[:6] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[CODE]"]
+    assert any(token.startswith("@@") for token in vocabulary)
+    assert not any(token.startswith("##") for token in vocabulary)
+    assert tokenizer.suffix_indicator == "@@"
+    # The tokenizer splits with the trainer's suffix: no unknown pieces.
+    assert 1 not in as_list(tokenizer("the value of the object"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"vocabulary_size": 5}, "vocabulary_size"),
+        ({"vocabulary_size": "100"}, "vocabulary_size"),
+        ({"vocabulary_size": 100, "reserved_tokens": [3]}, "reserved_tokens"),
+    ],
+)
+def test_from_corpus_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gMLPTokenizer.from_corpus(["unused.txt"], **kwargs)

@@ -1,0 +1,591 @@
+"""Masked language modelling at equal size: gMLP, aMLP and BERT on the same data.
+
+The paper's central language claim ("Pay Attention to MLPs", Table 3-4): at
+equal parameter count gMLP reaches the MLM perplexity of a Transformer and
+aMLP, with one tiny attention head per block, beats it. This program checks
+the ordering at small scale on text every CPython install carries.
+
+Everything but the model is shared: the corpus (the Python Language
+Reference in `pydoc_data.topics` plus the docstrings of the standard
+library's modules), split by document into train and held-out sets; one
+WordPiece vocabulary trained on the train documents; the masking (BERT's
+15% with 80/10/10 replacement, drawn by numpy from the seed, so every model
+sees the same masked batches); sequence length, batch, AdamW with a linear
+warm-up and cosine decay, and the number of steps. The models are
+keras-hub's `BertMaskedLM` and `keras_gmlp.models.gMLPMaskedLM` on a gMLP
+and an aMLP backbone whose width inside the blocks is chosen so that their
+non-embedding parameters match BERT's within 3%. Held-out perplexity is
+`keras_gmlp.models.MaskedLMPerplexity`: exp of the mean cross-entropy over
+the real masked tokens of a fixed masked copy of the held-out documents.
+
+    python benchmarks/mlm_vs_transformer.py --output-dir runs/mlm     # full
+    python benchmarks/mlm_vs_transformer.py --quick --output-dir /tmp/q
+
+Outputs in --output-dir (each written atomically): mlm_vs_transformer.json
+(configuration, parameter counts, curves, summary), mlm_vs_transformer.csv
+(one row per evaluation), mlm_vs_transformer.png (held-out perplexity
+curves, median over seeds with the min-max band) and mlm_vs_transformer.md
+(the table). The table is also printed.
+"""
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+MODELS = ("bert", "gmlp", "amlp")
+LABELS = {"bert": "BERT", "gmlp": "gMLP", "amlp": "aMLP"}
+BASENAME = "mlm_vs_transformer"
+
+
+def positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[2:]),
+    )
+    parser.add_argument("--output-dir", required=True,
+                        help="where the JSON, CSV, PNG and table go")
+    parser.add_argument("--backend", choices=("jax", "tensorflow", "torch"),
+                        help="Keras backend (default: $KERAS_BACKEND, else jax)")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated subset of bert,gmlp,amlp")
+    parser.add_argument("--seeds", type=positive_int, default=3)
+    parser.add_argument("--steps", type=positive_int, default=1000)
+    parser.add_argument("--eval-every", type=positive_int, default=100)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--sequence-length", type=positive_int, default=64)
+    parser.add_argument("--vocabulary-size", type=positive_int, default=4000)
+    parser.add_argument("--hidden-dim", type=positive_int, default=128)
+    parser.add_argument("--bert-layers", type=positive_int, default=2)
+    parser.add_argument("--bert-heads", type=positive_int, default=2)
+    parser.add_argument("--gmlp-layers", type=positive_int, default=4,
+                        help="gMLP and aMLP depth (the paper's gMLP is deeper "
+                        "and narrower than BERT at equal size)")
+    parser.add_argument("--attention-dim", type=positive_int, default=32,
+                        help="aMLP's tiny attention size")
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--warmup-fraction", type=float, default=0.05)
+    parser.add_argument("--heldout-fraction", type=float, default=0.1)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny models on a little text for a few steps: "
+                        "checks the harness, decides nothing")
+    args = parser.parse_args(argv)
+    args.models = [name.strip() for name in args.models.split(",") if name.strip()]
+    unknown = sorted(set(args.models) - set(MODELS))
+    if unknown or not args.models:
+        parser.error(f"--models takes names from {MODELS}; received {unknown or 'none'}")
+    if not 0.0 <= args.dropout < 1.0:
+        parser.error(f"--dropout must be in [0, 1); received {args.dropout}")
+    if not 0.0 < args.heldout_fraction < 1.0:
+        parser.error(f"--heldout-fraction must be in (0, 1); received {args.heldout_fraction}")
+    if not 0.0 <= args.warmup_fraction < 1.0:
+        parser.error(f"--warmup-fraction must be in [0, 1); received {args.warmup_fraction}")
+    if args.quick:
+        args.seeds, args.steps, args.eval_every = 1, 2, 2
+        args.batch_size, args.sequence_length, args.vocabulary_size = 8, 32, 300
+        args.hidden_dim, args.bert_layers, args.bert_heads = 32, 1, 2
+        args.gmlp_layers, args.attention_dim = 1, 8
+    if args.sequence_length < 8:
+        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
+    if args.hidden_dim % args.bert_heads:
+        parser.error(f"--hidden-dim ({args.hidden_dim}) must be a multiple of --bert-heads ({args.bert_heads})")
+    output_dir = pathlib.Path(args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        parser.error(f"--output-dir {output_dir} exists and is not a directory")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(output_dir, os.W_OK):
+        parser.error(f"--output-dir {output_dir} is not writable")
+    return args
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+def stdlib_docstrings():
+    """{module path: its docstrings}, read with `ast` (nothing is imported)."""
+    import ast
+    import sysconfig
+
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    documents = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        # Third-party packages and test suites are not CPython's prose.
+        if relative.startswith("site-packages/") or "test" in relative.split("/")[0]:
+            continue
+        if "/test" in relative or "idle_test" in relative:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        nodes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        texts = [ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, nodes)]
+        text = "\n\n".join(text for text in texts if text)
+        if len(text) > 200:
+            documents[f"stdlib:{relative}"] = text
+    return documents
+
+
+def load_documents(quick):
+    from pydoc_data import topics
+
+    documents = {f"topics:{name}": text for name, text in topics.topics.items()}
+    if quick:
+        names = sorted(documents)[:10]
+        return {name: documents[name] for name in names}
+    documents.update(stdlib_docstrings())
+    return documents
+
+
+def split_documents(documents, heldout_fraction):
+    """A fixed split by document (not by sequence), the same for every run."""
+    import numpy as np
+
+    names = sorted(documents)
+    order = np.random.default_rng(0).permutation(len(names))
+    num_heldout = max(1, round(heldout_fraction * len(names)))
+    heldout = sorted(names[i] for i in order[:num_heldout])
+    train = sorted(names[i] for i in order[num_heldout:])
+    return train, heldout
+
+
+def pack_sequences(token_lists, sequence_length, cls_id, sep_id):
+    """Cuts each document's tokens into `[CLS] ... [SEP]` windows, padded
+    with 0 ("[PAD]"); windows never cross documents."""
+    import numpy as np
+
+    body = sequence_length - 2
+    rows = []
+    for tokens in token_lists:
+        for start in range(0, len(tokens), body):
+            window = tokens[start : start + body]
+            if len(window) < 8:
+                continue
+            row = np.zeros(sequence_length, dtype="int32")
+            row[0], row[1 : len(window) + 1], row[len(window) + 1] = cls_id, window, sep_id
+            rows.append(row)
+    return np.stack(rows)
+
+
+def mask_batch(token_ids, rng, num_slots, mask_id, vocabulary_size, first_word_id):
+    """BERT masking: 15% of the real tokens are predicted; of those 80%
+    become [MASK], 10% a random word piece and 10% stay. Returns the
+    model's inputs, the labels and their weights (0 for padded slots)."""
+    import numpy as np
+
+    batch, length = token_ids.shape
+    inputs = token_ids.copy()
+    positions = np.zeros((batch, num_slots), dtype="int32")
+    labels = np.zeros((batch, num_slots), dtype="int32")
+    weights = np.zeros((batch, num_slots), dtype="float32")
+    for row in range(batch):
+        candidates = np.flatnonzero(token_ids[row] >= first_word_id)
+        count = min(num_slots, max(1, int(round(0.15 * len(candidates)))))
+        chosen = np.sort(rng.choice(candidates, size=count, replace=False))
+        positions[row, :count] = chosen
+        labels[row, :count] = token_ids[row, chosen]
+        weights[row, :count] = 1.0
+        action = rng.random(count)
+        inputs[row, chosen[action < 0.8]] = mask_id
+        random_slots = chosen[(action >= 0.8) & (action < 0.9)]
+        inputs[row, random_slots] = rng.integers(
+            first_word_id, vocabulary_size, size=len(random_slots)
+        )
+    x = {
+        "token_ids": inputs,
+        "segment_ids": np.zeros_like(inputs),
+        "padding_mask": (token_ids != 0).astype("int32"),
+        "mask_positions": positions,
+    }
+    return x, labels, weights
+
+
+def prepare_data(args):
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_gmlp.models import gMLPTokenizer
+
+    documents = load_documents(args.quick)
+    train_names, heldout_names = split_documents(documents, args.heldout_fraction)
+    train_texts = [documents[name] for name in train_names]
+    with tempfile.TemporaryDirectory() as folder:
+        # The trainer streams files line by line, which is faster than a
+        # dataset of whole documents.
+        path = os.path.join(folder, "train.txt")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write("\n".join(train_texts))
+        tokenizer = gMLPTokenizer.from_corpus(
+            [path], vocabulary_size=args.vocabulary_size, lowercase=True
+        )
+
+    def tokenize(names):
+        # Outside tf.data, batched inputs come back as lists of lists.
+        token_lists = tokenizer(tf.constant([documents[name] for name in names]))
+        return [np.asarray(tokens, dtype="int32") for tokens in token_lists]
+
+    ids = {token: tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[MASK]")}
+    pack = lambda names: pack_sequences(  # noqa: E731
+        tokenize(names), args.sequence_length, ids["[CLS]"], ids["[SEP]"]
+    )
+    train, heldout = pack(train_names), pack(heldout_names)
+    return {
+        "tokenizer": tokenizer,
+        "train": train,
+        "heldout": heldout,
+        "train_documents": len(train_names),
+        "heldout_documents": len(heldout_names),
+        "mask_id": ids["[MASK]"],
+        # The special tokens come first in the vocabulary.
+        "first_word_id": 5,
+        "num_slots": int(math.ceil(0.15 * (args.sequence_length - 2))) + 2,
+    }
+
+
+def unigram_perplexity(data, heldout_labels, heldout_weights):
+    """Perplexity of predicting each masked token by its train frequency
+    (add-one smoothed): the level a model reaches by ignoring context."""
+    import numpy as np
+
+    vocabulary_size = data["tokenizer"].vocabulary_size()
+    counts = np.bincount(data["train"].ravel(), minlength=vocabulary_size)[:vocabulary_size]
+    counts[: data["first_word_id"]] = 0
+    probabilities = (counts + 1) / (counts + 1).sum()
+    real = heldout_weights > 0
+    return float(np.exp(-np.log(probabilities[heldout_labels[real]]).mean()))
+
+
+# ---------------------------------------------------------------- the models
+
+
+def bert_parameter_counts(backbone):
+    """(embedding, non-embedding) parameters of BERT's encoder. Token,
+    position and segment tables are embeddings; the pooler is left out:
+    masked LM training never uses it."""
+    embedding = sum(
+        backbone.get_layer(name).count_params()
+        for name in ("token_embedding", "position_embedding", "segment_embedding")
+    )
+    pooler = backbone.get_layer("pooled_dense").count_params()
+    return embedding, backbone.count_params() - embedding - pooler
+
+
+def build_backbone(name, args, vocabulary_size, intermediate_dim=None):
+    """The encoder and its (embedding, non-embedding) parameter counts."""
+    import keras_hub
+
+    from keras_gmlp.models import gMLPBackbone
+
+    if name == "bert":
+        backbone = keras_hub.models.BertBackbone(
+            vocabulary_size=vocabulary_size,
+            num_layers=args.bert_layers,
+            num_heads=args.bert_heads,
+            hidden_dim=args.hidden_dim,
+            intermediate_dim=4 * args.hidden_dim,
+            dropout=args.dropout,
+            max_sequence_length=args.sequence_length,
+        )
+        return backbone, bert_parameter_counts(backbone)
+    backbone = gMLPBackbone(
+        vocabulary_size=vocabulary_size,
+        num_layers=args.gmlp_layers,
+        hidden_dim=args.hidden_dim,
+        intermediate_dim=intermediate_dim,
+        max_sequence_length=args.sequence_length,
+        attention_dim=args.attention_dim if name == "amlp" else None,
+        dropout=args.dropout,
+    )
+    return backbone, (
+        backbone.count_embedding_params(),
+        backbone.count_non_embedding_params(),
+    )
+
+
+def build_masked_lm(name, args, vocabulary_size, intermediate_dim=None):
+    import keras_hub
+
+    from keras_gmlp.models import gMLPMaskedLM
+
+    backbone, _ = build_backbone(name, args, vocabulary_size, intermediate_dim)
+    if name == "bert":
+        return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    return gMLPMaskedLM(backbone, preprocessor=None)
+
+
+def matched_intermediate_dims(args, vocabulary_size, target):
+    """The even d_ffn per MLP model whose non-embedding count is closest to
+    `target`; the count is linear in d_ffn, so two builds fix it."""
+    dims = {}
+    for name in ("gmlp", "amlp"):
+        low, high = 2, 4 * args.hidden_dim
+        count_low = build_backbone(name, args, vocabulary_size, low)[1][1]
+        count_high = build_backbone(name, args, vocabulary_size, high)[1][1]
+        per_unit = (count_high - count_low) / (high - low)
+        dim = low + (target - count_low) / per_unit
+        dims[name] = max(2, 2 * int(round(dim / 2)))
+    return dims
+
+
+def compile_model(model, args):
+    import keras
+
+    from keras_gmlp.models import MaskedLMAccuracy
+    from keras_gmlp.models import MaskedLMPerplexity
+
+    schedule = keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0,
+        decay_steps=args.steps - int(args.warmup_fraction * args.steps),
+        warmup_target=args.learning_rate,
+        warmup_steps=int(args.warmup_fraction * args.steps),
+    )
+    model.compile(
+        optimizer=keras.optimizers.AdamW(
+            learning_rate=schedule, weight_decay=args.weight_decay, clipnorm=1.0
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[MaskedLMAccuracy(), MaskedLMPerplexity()],
+    )
+
+
+def train_one(name, seed, args, data, heldout, intermediate_dim):
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(seed)
+    vocabulary_size = data["tokenizer"].vocabulary_size()
+    model = build_masked_lm(name, args, vocabulary_size, intermediate_dim)
+    compile_model(model, args)
+    # The batches and their masks depend on the seed only, not the model.
+    rng = np.random.default_rng(seed)
+    curve = []
+    started = time.perf_counter()
+    for first_step in range(0, args.steps, args.eval_every):
+        num_steps = min(args.eval_every, args.steps - first_step)
+        rows = rng.integers(0, len(data["train"]), size=num_steps * args.batch_size)
+        x, y, weights = mask_batch(
+            data["train"][rows], rng, data["num_slots"], data["mask_id"],
+            vocabulary_size, data["first_word_id"],
+        )
+        history = model.fit(
+            x, y, sample_weight=weights, batch_size=args.batch_size,
+            epochs=1, shuffle=False, verbose=0,
+        )
+        scores = model.evaluate(
+            heldout[0], heldout[1], sample_weight=heldout[2],
+            batch_size=4 * args.batch_size, verbose=0, return_dict=True,
+        )
+        curve.append({
+            "step": first_step + num_steps,
+            "train_loss": float(history.history["loss"][-1]),
+            "train_perplexity": float(history.history["masked_lm_perplexity"][-1]),
+            "heldout_perplexity": float(scores["masked_lm_perplexity"]),
+            "heldout_accuracy": float(scores["masked_lm_accuracy"]),
+            "seconds": time.perf_counter() - started,
+        })
+        print(f"  {name} seed {seed} step {curve[-1]['step']:5d}: held-out "
+              f"perplexity {curve[-1]['heldout_perplexity']:8.2f}, accuracy "
+              f"{curve[-1]['heldout_accuracy']:.3f} ({curve[-1]['seconds']:.0f} s)",
+              flush=True)
+    return curve
+
+
+def last_fifth_gain(curve):
+    """Relative perplexity improvement over the last fifth of training."""
+    steps = [point["step"] for point in curve]
+    start = steps[-1] - (steps[-1] // 5)
+    before = min((point for point in curve if point["step"] <= start),
+                 key=lambda point: start - point["step"], default=curve[0])
+    final = curve[-1]["heldout_perplexity"]
+    return (before["heldout_perplexity"] - final) / before["heldout_perplexity"]
+
+
+# ---------------------------------------------------------------- the outputs
+
+
+def write_atomically(path, write):
+    """Writes through `write(temporary_path)`, then renames into place."""
+    path = pathlib.Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(handle)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def write_text(path, text):
+    def write(temporary):
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(text)
+
+    write_atomically(path, write)
+
+
+def summarise(results, args):
+    summary = {}
+    for name in args.models:
+        runs = results["runs"][name]
+        finals = [run["curve"][-1]["heldout_perplexity"] for run in runs]
+        accuracies = [run["curve"][-1]["heldout_accuracy"] for run in runs]
+        gains = [last_fifth_gain(run["curve"]) for run in runs]
+        summary[name] = {
+            "median_perplexity": statistics.median(finals),
+            "min_perplexity": min(finals),
+            "max_perplexity": max(finals),
+            "median_accuracy": statistics.median(accuracies),
+            "max_last_fifth_gain": max(gains),
+            "levelled_off": all(gain < 0.02 for gain in gains),
+            "seconds_per_run": statistics.median(run["curve"][-1]["seconds"] for run in runs),
+        }
+    return summary
+
+
+def table(results, args):
+    lines = [
+        "| model | layers | d_ffn | non-embedding params | embedding params "
+        "| held-out perplexity, median [min, max] | masked-token accuracy (median) "
+        "| last-fifth gain (max over seeds) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in args.models:
+        model, row = results["models"][name], results["summary"][name]
+        lines.append(
+            f"| {LABELS[name]} | {model['num_layers']} | {model['intermediate_dim']} "
+            f"| {model['non_embedding_params']:,} | {model['embedding_params']:,} "
+            f"| {row['median_perplexity']:.2f} [{row['min_perplexity']:.2f}, "
+            f"{row['max_perplexity']:.2f}] | {row['median_accuracy']:.3f} "
+            f"| {100 * row['max_last_fifth_gain']:.2f}% |"
+        )
+    return "\n".join(lines)
+
+
+def plot(results, args, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, axis = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for name in args.models:
+        runs = results["runs"][name]
+        steps = [point["step"] for point in runs[0]["curve"]]
+        values = np.array([[point["heldout_perplexity"] for point in run["curve"]] for run in runs])
+        model = results["models"][name]
+        label = f"{LABELS[name]} ({model['non_embedding_params'] / 1e3:.0f}k non-emb.)"
+        axis.plot(steps, np.median(values, axis=0), label=label)
+        axis.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.25)
+    axis.axhline(results["unigram_perplexity"], color="gray", linestyle=":", label="unigram")
+    axis.set_yscale("log")
+    axis.set_xlabel("training step")
+    axis.set_ylabel("held-out masked-token perplexity")
+    num_seeds = len(results["runs"][args.models[0]])
+    axis.set_title(f"MLM at equal size, {num_seeds} seeds "
+                   "(median, min-max band)")
+    axis.legend()
+    axis.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    write_atomically(path, lambda temporary: figure.savefig(temporary, format="png"))
+    plt.close(figure)
+
+
+def write_outputs(results, args):
+    output_dir = pathlib.Path(args.output_dir)
+    write_text(output_dir / f"{BASENAME}.json", json.dumps(results, indent=1))
+    rows = ["model,seed,step,train_loss,train_perplexity,heldout_perplexity,heldout_accuracy,seconds"]
+    for name, runs in results["runs"].items():
+        for run in runs:
+            for point in run["curve"]:
+                rows.append(",".join(str(value) for value in (
+                    name, run["seed"], point["step"], point["train_loss"],
+                    point["train_perplexity"], point["heldout_perplexity"],
+                    point["heldout_accuracy"], round(point["seconds"], 2),
+                )))
+    write_text(output_dir / f"{BASENAME}.csv", "\n".join(rows) + "\n")
+    write_text(output_dir / f"{BASENAME}.md", table(results, args) + "\n")
+    plot(results, args, output_dir / f"{BASENAME}.png")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.backend:
+        os.environ["KERAS_BACKEND"] = args.backend
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+    import numpy as np
+
+    started = time.perf_counter()
+    data = prepare_data(args)
+    vocabulary_size = data["tokenizer"].vocabulary_size()
+    heldout = mask_batch(
+        data["heldout"], np.random.default_rng(12345), data["num_slots"],
+        data["mask_id"], vocabulary_size, data["first_word_id"],
+    )
+    bert_counts = build_backbone("bert", args, vocabulary_size)[1]
+    dims = matched_intermediate_dims(args, vocabulary_size, bert_counts[1])
+    results = {
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+        "backend": keras.backend.backend(),
+        "config": {key: value for key, value in vars(args).items() if key != "output_dir"},
+        "seeds": list(range(args.seeds)),
+        "corpus": {
+            "train_documents": data["train_documents"],
+            "heldout_documents": data["heldout_documents"],
+            "train_sequences": len(data["train"]),
+            "heldout_sequences": len(data["heldout"]),
+            "heldout_masked_tokens": int(heldout[2].sum()),
+            "vocabulary_size": vocabulary_size,
+        },
+        "unigram_perplexity": unigram_perplexity(data, heldout[1], heldout[2]),
+        "models": {},
+        "runs": {name: [] for name in args.models},
+    }
+    for name in args.models:
+        counts = bert_counts if name == "bert" else build_backbone(
+            name, args, vocabulary_size, dims[name])[1]
+        results["models"][name] = {
+            "num_layers": args.bert_layers if name == "bert" else args.gmlp_layers,
+            "intermediate_dim": 4 * args.hidden_dim if name == "bert" else dims[name],
+            "embedding_params": counts[0],
+            "non_embedding_params": counts[1],
+            "relative_to_bert": counts[1] / bert_counts[1] - 1,
+        }
+        if abs(counts[1] / bert_counts[1] - 1) > 0.03 and not args.quick:
+            raise SystemExit(f"{name} has {counts[1]:,} non-embedding parameters, "
+                             f"more than 3% away from BERT's {bert_counts[1]:,}")
+    print(json.dumps({"corpus": results["corpus"], "models": results["models"],
+                      "unigram_perplexity": results["unigram_perplexity"]}, indent=1),
+          flush=True)
+    for seed in results["seeds"]:
+        for name in args.models:
+            curve = train_one(name, seed, args, data, heldout, dims.get(name))
+            results["runs"][name].append({"seed": seed, "curve": curve})
+        # Outputs after every seed, so a stopped run still leaves results.
+        results["summary"] = summarise(results, args)
+        results["seconds"] = time.perf_counter() - started
+        write_outputs(results, args)
+    print(table(results, args))
+    print(f"total time {results['seconds'] / 60:.1f} min; outputs in {args.output_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,5 @@
 """ImageNet input and output helpers of the image classifiers."""
 
-from keras.applications import imagenet_utils
-
 
 def preprocess_input(x, data_format=None):
     """A placeholder method for backward compatibility.
@@ -31,9 +29,10 @@ def preprocess_input(x, data_format=None):
 def decode_predictions(preds, top=5):
     """Decodes the predictions of an ImageNet-1k classifier.
 
-    The same as `keras.applications.imagenet_utils.decode_predictions`, whose
-    class list (`imagenet_class_index.json`) is downloaded once and cached in
-    `~/.keras/models`; the timm ImageNet weights use the same class order.
+    Returns what `keras.applications.imagenet_utils.decode_predictions` does,
+    without its download: the class list is keras-hub's built-in ImageNet
+    table (imported on first call), in the class order the timm ImageNet
+    weights use.
 
     Args:
         preds: array of shape `(samples, 1000)`.
@@ -51,4 +50,10 @@ def decode_predictions(preds, top=5):
     print(keras_gmlp.applications.decode_predictions(preds, top=3)[0])
     ```
     """
-    return imagenet_utils.decode_predictions(preds, top=top)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 1000:
+        raise ValueError(
+            f"`top` must be an integer in [1, 1000]. Received: top={top!r}"
+        )
+    from keras_hub.utils import decode_imagenet_predictions
+
+    return decode_imagenet_predictions(preds, top=top, include_synset_ids=True)

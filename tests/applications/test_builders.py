@@ -1,4 +1,5 @@
 import os
+import pathlib
 
 import keras
 import numpy as np
@@ -164,20 +165,30 @@ def test_preprocess_input_is_a_pass_through():
     assert applications.preprocess_input(images) is images
 
 
-def test_decode_predictions_uses_the_keras_class_index(monkeypatch):
-    from keras.src.applications import imagenet_utils
+def test_decode_predictions_offline_in_imagenet_order():
+    # tensorflow-datasets' imagenet2012 label list is an independent record of
+    # the class order (WordNet ids, sorted), the order timm's weights use.
+    import tensorflow_datasets
 
-    # The index keras downloads once; a stand-in keeps the test offline.
-    index = {str(i): [f"n{i:08d}", f"class_{i}"] for i in range(1000)}
-    monkeypatch.setattr(imagenet_utils, "CLASS_INDEX", index)
+    labels = pathlib.Path(tensorflow_datasets.__file__).parent.joinpath(
+        "datasets", "imagenet2012", "labels.txt"
+    )
+    wordnet_ids = labels.read_text().split()
     preds = np.random.default_rng(0).random((2, 1000)).astype("float32")
     decoded = applications.decode_predictions(preds, top=3)
     for row, result in zip(preds, decoded):
         expected = np.argsort(row)[::-1][:3]
-        assert [name for _, name, _ in result] == [f"class_{i}" for i in expected]
+        assert [wnid for wnid, _, _ in result] == [wordnet_ids[i] for i in expected]
         np.testing.assert_allclose([s for _, _, s in result], row[expected])
-    with pytest.raises(ValueError, match=r"Received array with shape: \(2, 10\)"):
+    goldfish = np.eye(1000, dtype="float32")[1:2]
+    assert applications.decode_predictions(goldfish, top=1)[0][0][:2] == (
+        "n01443537",
+        "goldfish",
+    )
+    with pytest.raises(ValueError, match=r"\(2, 10\)"):
         applications.decode_predictions(preds[:, :10])
+    with pytest.raises(ValueError, match="top=0"):
+        applications.decode_predictions(preds, top=0)
 
 
 def test_imagenet_weights_load_offline_from_the_cache(monkeypatch, tmp_path):

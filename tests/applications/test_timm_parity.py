@@ -56,6 +56,35 @@ def test_export_returns_the_timm_state_dict(family):
         np.testing.assert_array_equal(exported[key], value, err_msg=key)
 
 
+@pytest.mark.parametrize("writer", ["numpy", "torch"])
+def test_exported_safetensors_file_holds_timm_tensors(family, tmp_path, writer):
+    """safetensors writes an array's raw memory: the exported arrays must be
+    row-major, or the file holds transposed values. Written by either
+    safetensors front end, the file holds exactly the tensors timm saved for
+    the golden logits, and loads back to those logits."""
+    golden = np.load(fixture_path(family, ".npz"))
+    source = load_file(fixture_path(family, ".safetensors"))
+    exported = timm_state_dict(build_tiny(family, weights=fixture_path(family, ".safetensors")))
+    path = str(tmp_path / "exported.safetensors")
+    if writer == "numpy":
+        from safetensors.numpy import save_file
+
+        save_file(exported, path)
+    else:
+        from safetensors.torch import save_file
+
+        save_file({k: torch.from_numpy(v) for k, v in exported.items()}, path)
+    written = load_file(path)
+    assert set(written) == set(source)
+    for key, value in source.items():
+        assert exported[key].flags.c_contiguous, key
+        assert written[key].shape == value.shape, key
+        assert written[key].tobytes() == value.tobytes(), key
+    model = build_tiny(family, weights=path)
+    logits = keras.ops.convert_to_numpy(model(golden["images"]))
+    assert np.max(np.abs(logits - golden["logits"])) <= 1e-4
+
+
 def test_feature_extractor_ignores_the_head(family):
     golden = np.load(fixture_path(family, ".npz"))
     state = load_file(fixture_path(family, ".safetensors"))

@@ -8,18 +8,42 @@ import numpy as np
 
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
 from keras_gmlp.applications.weights import TIMM_SUFFIXES
+from keras_gmlp.applications.weights import assign_timm_state
 from keras_gmlp.applications.weights import fetch_imagenet_weights
 from keras_gmlp.applications.weights import load_timm_weights
+from keras_gmlp.applications.weights import read_checkpoint
 from keras_gmlp.layers import PatchEmbedding
 
 KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
+
+
+def _check_sizes(num_blocks, hidden_dim, patch_size, default_size):
+    for name, value in (
+        ("num_blocks", num_blocks),
+        ("hidden_dim", hidden_dim),
+        ("patch_size", patch_size),
+        ("default_size", default_size),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"`{name}` must be a positive integer. Received: "
+                f"{name}={value!r}"
+            )
 
 
 def _check_arguments(
     variant, include_top, weights, pooling, classes, classifier_activation,
     drop_path_rate,
 ):
-    is_file = isinstance(weights, (str, os.PathLike)) and os.path.isfile(weights)
+    is_path = isinstance(weights, (str, os.PathLike)) and weights != "imagenet"
+    is_file = is_path and os.path.isfile(weights)
+    if is_path and not is_file:
+        what = "is a directory" if os.path.isdir(weights) else "does not exist"
+        raise ValueError(
+            f"The weights file {os.path.abspath(weights)!r} {what}. "
+            "`weights` must be `None`, `imagenet` or the path of a weights "
+            f"file. Received: weights={weights!r}"
+        )
     if not (weights in (None, "imagenet") or is_file):
         raise ValueError(
             "The `weights` argument should be either `None` (random "
@@ -147,6 +171,7 @@ def build_image_classifier(
     `index`; blocks are named `blocks_{index}` and the other layers `stem`,
     `norm` and `predictions`, the names the timm conversion relies on.
     """
+    _check_sizes(num_blocks, hidden_dim, patch_size, default_size)
     _check_arguments(
         variant, include_top, weights, pooling, classes, classifier_activation,
         drop_path_rate,
@@ -157,6 +182,13 @@ def build_image_classifier(
     if weights == "imagenet":
         # Before building, so a missing file fails fast.
         weights = fetch_imagenet_weights(variant)
+    checkpoint = None
+    if weights is not None and os.fspath(weights).endswith(TIMM_SUFFIXES):
+        # Also read before building: an unreadable file fails fast.
+        try:
+            checkpoint = read_checkpoint(weights)
+        except ValueError as error:
+            raise ValueError(f"{error} Received: weights={weights!r}") from error
     if include_preprocessing:
         # timm's gMLP and Mixer weights expect mean = std = 0.5 on [0, 1],
         # i.e. pixels in [-1, 1].
@@ -181,7 +213,9 @@ def build_image_classifier(
     else:
         x = keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
     model = keras.Model(inputs, x, name=name)
-    if weights is not None:
+    if checkpoint is not None:
+        assign_timm_state(model, checkpoint, repr(os.fspath(weights)))
+    elif weights is not None:
         load_weights(model, weights)
     return model
 

@@ -9,6 +9,7 @@ Token-indexed weights are resampled when the model's patch grid differs
 from the checkpoint's.
 """
 
+import hashlib
 import os
 
 import keras
@@ -22,13 +23,30 @@ from keras_gmlp.layers import gMLPBlock
 
 TIMM_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin")
 
-# Public timm weights: Hugging Face repository per builder. The hub does not
-# publish a digest for `model.safetensors`, so the file is checked by
-# converting it (every key and shape must match), not by a hash.
+# Public timm weights, pinned as keras.applications pins its own: the
+# Hugging Face repository, the commit the file is read at (a branch such as
+# `main` can move under a user) and the file's sha256, which
+# `keras.utils.get_file` verifies after downloading and on every cached use.
+# None marks a value this release has not recorded (this code was written
+# without network access); such weights are never downloaded unverified.
+# The hub answers a HEAD request for `resolve/main/model.safetensors` with
+# both: the commit in `X-Repo-Commit`, the sha256 in `X-Linked-Etag`.
 IMAGENET_WEIGHTS = {
-    "gmlp_s16": "timm/gmlp_s16_224.ra3_in1k",
-    "mixer_b16": "timm/mixer_b16_224.goog_in21k_ft_in1k",
-    "mixer_l16": "timm/mixer_l16_224.goog_in21k_ft_in1k",
+    "gmlp_s16": {
+        "repository": "timm/gmlp_s16_224.ra3_in1k",
+        "revision": None,  # UNKNOWN: not recorded yet
+        "sha256": None,  # UNKNOWN: not recorded yet
+    },
+    "mixer_b16": {
+        "repository": "timm/mixer_b16_224.goog_in21k_ft_in1k",
+        "revision": None,  # UNKNOWN: not recorded yet
+        "sha256": None,  # UNKNOWN: not recorded yet
+    },
+    "mixer_l16": {
+        "repository": "timm/mixer_l16_224.goog_in21k_ft_in1k",
+        "revision": None,  # UNKNOWN: not recorded yet
+        "sha256": None,  # UNKNOWN: not recorded yet
+    },
 }
 
 
@@ -174,6 +192,12 @@ def read_checkpoint(path):
             f"Could not read the checkpoint {path!r}; it may be truncated or "
             f"corrupt ({type(error).__name__}: {error})"
         ) from error
+    if not isinstance(state, dict):
+        raise ValueError(
+            f"The checkpoint {path!r} holds a {type(state).__name__}, not a "
+            "state dict (a dict from tensor names to tensors, as "
+            "`torch.save(model.state_dict(), path)` writes)."
+        )
     # Training scripts wrap the state dict; DataParallel prefixes its keys.
     for wrapper in ("state_dict", "model"):
         if isinstance(state.get(wrapper), dict):
@@ -217,12 +241,18 @@ def load_timm_weights(model, checkpoint, checkpoint_grid=None):
     load_timm_weights(model, "gmlp_s16_224.safetensors")  # 14x14 -> 16x16
     ```
     """
-    source = checkpoint if isinstance(checkpoint, dict) else None
-    if source is None:
-        source = read_checkpoint(checkpoint)
-        name = repr(os.fspath(checkpoint))
+    if isinstance(checkpoint, dict):
+        assign_timm_state(model, checkpoint, "(state dict)", checkpoint_grid)
     else:
-        name = "(state dict)"
+        assign_timm_state(
+            model, read_checkpoint(checkpoint), repr(os.fspath(checkpoint)),
+            checkpoint_grid,
+        )
+
+
+def assign_timm_state(model, source, name, checkpoint_grid=None):
+    """`load_timm_weights` for a state dict already read; `name` says where
+    it came from in the error messages."""
     state = {key: np.asarray(value) for key, value in source.items()}
     grid, entries = _model_entries(model)
     expected = {key for key, _, _ in entries}
@@ -311,7 +341,9 @@ def timm_state_dict(model):
         model: a model from `keras_gmlp.applications` (gMLP or Mixer).
 
     Returns:
-        A dict from timm's tensor names to float32 NumPy arrays.
+        A dict from timm's tensor names to C-contiguous float32 NumPy
+        arrays, ready for `safetensors.numpy.save_file` or
+        `torch.from_numpy`.
 
     Examples:
 
@@ -323,8 +355,11 @@ def timm_state_dict(model):
     ```
     """
     _, entries = _model_entries(model)
+    # The layout changes are transposed views; serialisers such as
+    # safetensors write an array's raw memory, so each array is packed in
+    # row-major order, as `torch.Tensor.contiguous()` would.
     return {
-        key: np.asarray(
+        key: np.ascontiguousarray(
             _KINDS[kind][1](keras.ops.convert_to_numpy(variable)),
             dtype=np.float32,
         )
@@ -340,12 +375,36 @@ def _keras_cache_dir():
     )
 
 
+def imagenet_weights_origin(variant):
+    """The pinned download URL of `variant`'s ImageNet weights, or None if
+    its revision is not recorded."""
+    entry = IMAGENET_WEIGHTS[variant]
+    if entry["revision"] is None:
+        return None
+    return (
+        f"https://huggingface.co/{entry['repository']}/resolve/"
+        f"{entry['revision']}/model.safetensors"
+    )
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def fetch_imagenet_weights(variant):
     """Path of the cached timm ImageNet checkpoint of `variant`.
 
     Downloaded once with `keras.utils.get_file` into
-    `$KERAS_HOME/models` (default `~/.keras/models`); a file already there
-    is used without network access.
+    `$KERAS_HOME/models` (default `~/.keras/models`) from the pinned
+    revision in `IMAGENET_WEIGHTS`, and checked against its sha256; a
+    cached file that matches is used without network access. A file whose
+    hash differs is deleted and refused. Weights whose revision and sha256
+    are not recorded are not downloaded: a file the user saved in the cache
+    is used as it is.
 
     Args:
         variant: a key of `IMAGENET_WEIGHTS`, e.g. `"gmlp_s16"`.
@@ -359,19 +418,46 @@ def fetch_imagenet_weights(variant):
     path = fetch_imagenet_weights("gmlp_s16")
     ```
     """
-    repository = IMAGENET_WEIGHTS[variant]
+    entry = IMAGENET_WEIGHTS[variant]
+    repository, sha256 = entry["repository"], entry["sha256"]
     file_name = repository.split("/")[-1] + ".safetensors"
-    origin = f"https://huggingface.co/{repository}/resolve/main/model.safetensors"
     cache_dir = _keras_cache_dir()
+    target = os.path.join(cache_dir, "models", file_name)
+    origin = imagenet_weights_origin(variant)
+    if origin is None or sha256 is None:
+        if os.path.isfile(target):
+            return target
+        raise OSError(
+            f"This version of keras_gmlp records no pinned revision and "
+            f"sha256 for the ImageNet weights of {variant}, so it does not "
+            "download them unverified. Download "
+            f"https://huggingface.co/{repository}/resolve/main/model.safetensors"
+            f", check its sha256 against the hub's, and save it as {target}; "
+            "it is then loaded offline. Or pass its path as `weights=`."
+        )
     try:
         return keras.utils.get_file(
-            file_name, origin, cache_dir=cache_dir, cache_subdir="models"
+            file_name,
+            origin,
+            file_hash=sha256,
+            hash_algorithm="sha256",
+            cache_dir=cache_dir,
+            cache_subdir="models",
         )
+    except ValueError as error:
+        # get_file leaves a downloaded file that fails the check in place.
+        if os.path.isfile(target) and _sha256(target) != sha256:
+            os.remove(target)
+        raise ValueError(
+            f"The ImageNet weights of {variant} downloaded from {origin} do "
+            f"not have the pinned sha256 {sha256}; the file was deleted and "
+            f"no weights were loaded ({error})"
+        ) from error
     except Exception as error:
-        target = os.path.join(cache_dir, "models", file_name)
         raise OSError(
             f"Could not download the ImageNet weights of {variant} from "
             f"{origin} ({type(error).__name__}: {error}). Without network "
             f"access, download that file elsewhere and save it as {target}; "
-            "it is then loaded offline. Or pass its path as `weights=`."
+            "it is then loaded offline (if its sha256 is "
+            f"{sha256}). Or pass its path as `weights=`."
         ) from error

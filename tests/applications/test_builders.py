@@ -92,7 +92,9 @@ def test_calling_with_another_image_size_raises():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"weights": "no/such/file.h5"}, "Received: weights='no/such/file.h5'"),
+        ({"weights": "no/such/file.h5"},
+         r"The weights file '.*no/such/file\.h5' does not exist.*"
+         r"Received: weights='no/such/file\.h5'"),
         ({"weights": "imagenet"}, "no public ImageNet weights for gmlp"),
         ({"pooling": "mean", "include_top": False}, "Received: pooling='mean'"),
         ({"classes": 0}, "Received: classes=0"),
@@ -106,6 +108,33 @@ def test_calling_with_another_image_size_raises():
 def test_bad_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         tiny_gmlp(**{"input_shape": (16, 16, 3), **kwargs})
+
+
+def test_sizes_and_missing_weights_are_refused_before_building(tmp_path):
+    from keras_gmlp.applications.mlp_mixer import MLPMixer
+
+    cases = [
+        ({"num_blocks": 0}, "`num_blocks` must be a positive integer. Received: num_blocks=0"),
+        ({"num_blocks": -2}, "Received: num_blocks=-2"),
+        ({"num_blocks": 2.0}, "Received: num_blocks=2.0"),
+        ({"num_blocks": True}, "Received: num_blocks=True"),
+        ({"patch_size": 0}, "`patch_size` must be a positive integer. Received: patch_size=0"),
+        ({"patch_size": -4}, "Received: patch_size=-4"),
+        ({"patch_size": 4.0}, "Received: patch_size=4.0"),
+        ({"hidden_dim": 0}, "Received: hidden_dim=0"),
+        ({"weights": "missing.safetensors"},
+         r"'.*missing\.safetensors' does not exist.*Received: weights="),
+        ({"weights": str(tmp_path)}, "is a directory.*Received: weights="),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            tiny_gmlp(**{"input_shape": (16, 16, 3), **kwargs})
+    config = dict(hidden_dim=8, tokens_mlp_dim=4, channels_mlp_dim=16,
+                  input_shape=(8, 8, 3))
+    with pytest.raises(ValueError, match="Received: num_blocks=0"):
+        MLPMixer(num_blocks=0, patch_size=4, **config)
+    with pytest.raises(ValueError, match="Received: patch_size=0"):
+        MLPMixer(num_blocks=1, patch_size=0, **config)
 
 
 def test_imagenet_rules_of_keras_applications():

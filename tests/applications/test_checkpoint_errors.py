@@ -98,3 +98,33 @@ def test_a_gmlp_checkpoint_does_not_load_into_a_mixer():
         load_timm_weights(model, fixture_path("gmlp", ".safetensors"))
     assert "gate.proj.weight" in str(error.value)
     assert_unchanged(model, before)
+
+
+def test_a_pth_without_a_state_dict_is_refused_before_building(
+    family, tmp_path, monkeypatch
+):
+    import torch
+
+    from keras_gmlp.applications import _image_classifier
+
+    state = load_file(fixture_path(family, ".safetensors"))
+    tensors = [torch.from_numpy(v) for v in state.values()]
+    model = build_tiny(family)
+    before = snapshot(model)
+    for kind, saved in [("list", tensors), ("Tensor", tensors[0]), ("int", 3)]:
+        path = str(tmp_path / f"{kind}.pth")
+        torch.save(saved, path)
+        built = []
+        message = rf"holds a {kind}, not a state dict.*Received: weights='.*{kind}\.pth'"
+        with monkeypatch.context() as patch:
+            # Refused before the model is built: no layer is made.
+            patch.setattr(
+                _image_classifier, "PatchEmbedding",
+                lambda *args, **kwargs: built.append(args),
+            )
+            with pytest.raises(ValueError, match=message):
+                build_tiny(family, weights=path)
+        assert built == []
+        with pytest.raises(ValueError, match=f"holds a {kind}, not a state dict"):
+            load_timm_weights(model, path)
+        assert_unchanged(model, before)

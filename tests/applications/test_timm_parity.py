@@ -56,6 +56,34 @@ def test_export_returns_the_timm_state_dict(family):
         np.testing.assert_array_equal(exported[key], value, err_msg=key)
 
 
+def test_exported_safetensors_file_holds_timm_tensors(family, tmp_path):
+    """safetensors writes an array's raw memory: the exported arrays must be
+    row-major, or the file holds transposed values. Written by either
+    safetensors front end, the file holds exactly the tensors timm saved for
+    the golden logits, and loads back to those logits."""
+    from safetensors.numpy import save_file as save_numpy
+    from safetensors.torch import save_file as save_torch
+
+    golden = np.load(fixture_path(family, ".npz"))
+    source = load_file(fixture_path(family, ".safetensors"))
+    exported = timm_state_dict(build_tiny(family, weights=fixture_path(family, ".safetensors")))
+    for key in source:
+        assert exported[key].flags.c_contiguous, key
+    numpy_path = str(tmp_path / "numpy.safetensors")
+    save_numpy(exported, numpy_path)
+    torch_path = str(tmp_path / "torch.safetensors")
+    save_torch({k: torch.from_numpy(v) for k, v in exported.items()}, torch_path)
+    for path in (numpy_path, torch_path):
+        written = load_file(path)
+        assert set(written) == set(source)
+        for key, value in source.items():
+            assert written[key].shape == value.shape, key
+            assert written[key].tobytes() == value.tobytes(), key
+    model = build_tiny(family, weights=numpy_path)
+    logits = keras.ops.convert_to_numpy(model(golden["images"]))
+    assert np.max(np.abs(logits - golden["logits"])) <= 1e-4
+
+
 def test_feature_extractor_ignores_the_head(family):
     golden = np.load(fixture_path(family, ".npz"))
     state = load_file(fixture_path(family, ".safetensors"))

@@ -1,10 +1,13 @@
-"""Checks on concrete input values and on mismatched model parts.
+"""Checks on input values and on mismatched model parts.
 
-Token ids can only be range-checked where their values exist in Python:
-eager calls on every backend. Inside a compiled function (`jit_compile`,
-`tf.function`) the ids are symbolic; there TensorFlow's gather raises on its
-own, torch runs eagerly by default, and JAX's gather fills out-of-range rows
-with NaN, so a NaN output under JAX points at bad token ids.
+Token and segment ids are range-checked where keras-hub validates inputs:
+before a step, on values still in host memory (numpy arrays and lists given
+to a call, `fit`, `evaluate` or `predict`), never in the forward pass, which
+would copy every batch back from the device. Tensors and `tf.data` batches
+come from the preprocessor, whose tokenizer cannot produce ids outside its
+vocabulary. An unchecked out-of-range id raises in TensorFlow's and torch's
+gather; JAX's gather fills the row with NaN, so a NaN output under JAX
+points at bad ids.
 """
 
 import keras
@@ -40,19 +43,48 @@ def concrete_values(x):
     return None
 
 
-def check_token_ids(token_ids, vocabulary_size, owner):
-    """Raises if concrete `token_ids` fall outside `[0, vocabulary_size)`."""
-    values = concrete_values(token_ids)
+def host_values(x):
+    """`x` as a numeric numpy array if it is already in host memory (a numpy
+    array, list or tuple), else None: checking a device tensor's values
+    would copy it to the host and synchronise the device on every step."""
+    if not isinstance(x, (np.ndarray, np.generic, list, tuple)):
+        return None
+    try:
+        values = np.asarray(x)
+    except ValueError:  # ragged lists: left to the conversion to tensors
+        return None
+    return values if values.dtype.kind in "iuf" else None
+
+
+def check_id_range(values, size, argument, owner, size_name):
+    """Raises if the host `values` of `argument` fall outside `[0, size)`."""
+    values = host_values(values)
     if values is None or values.size == 0:
         return
     low, high = int(values.min()), int(values.max())
-    if low < 0 or high >= vocabulary_size:
+    if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(
-            f"{owner} has vocabulary_size={vocabulary_size}, so `token_ids` "
-            f"must be in [0, {vocabulary_size - 1}]. Received: a token id "
-            f"of {bad}. Check that the tokenizer and the backbone share a "
-            "vocabulary."
+            f"{owner} has {size_name}={size}, so `{argument}` must be in "
+            f"[0, {size - 1}]. Received: a {argument[:-1].replace('_', ' ')} "
+            f"of {bad}."
+        )
+
+
+def check_input_values(inputs, vocabulary_size, num_segments, owner):
+    """Range-checks the token and segment ids of an input dict whose values
+    are on the host, before they become tensors."""
+    if not isinstance(inputs, dict):
+        return
+    if "token_ids" in inputs:
+        check_id_range(
+            inputs["token_ids"], vocabulary_size, "token_ids", owner,
+            "vocabulary_size",
+        )
+    if "segment_ids" in inputs:
+        check_id_range(
+            inputs["segment_ids"], num_segments, "segment_ids", owner,
+            "num_segments",
         )
 
 
@@ -138,10 +170,25 @@ def check_input_shapes(inputs, max_sequence_length, owner):
 class TextInputGuard(VariableGuard):
     """`VariableGuard` for the gMLP text models: batches of token ids are
     checked against the backbone before `fit`, `evaluate` or `predict`
-    compiles a step (raw strings are checked by the preprocessor)."""
+    compiles a step, and before a direct call on host arrays (raw strings
+    are checked by the preprocessor)."""
+
+    def _check_host_ids(self, x):
+        backbone = getattr(self, "backbone", self)
+        check_input_values(
+            x, backbone.vocabulary_size, backbone.num_segments,
+            self.__class__.__name__,
+        )
+
+    def __call__(self, *args, **kwargs):
+        # Here, not in `call`: numpy inputs are still on the host, and a
+        # call on device tensors (every step of `fit`) reads no values.
+        self._check_host_ids(args[0] if args else kwargs.get("inputs"))
+        return super().__call__(*args, **kwargs)
 
     def check_step_inputs(self, x):
         backbone = getattr(self, "backbone", self)
         check_input_shapes(
             x, backbone.max_sequence_length, self.__class__.__name__
         )
+        self._check_host_ids(x)

@@ -7,7 +7,6 @@ from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.models.gmlp._checks import TextInputGuard
 from keras_gmlp.models.gmlp._checks import check_input_shapes
-from keras_gmlp.models.gmlp._checks import check_token_ids
 
 
 def gmlp_embedding_initializer():
@@ -201,15 +200,10 @@ class gMLPBackbone(TextInputGuard, Backbone):
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         # Symbolic calls go through `compute_output_spec`; this runs on real
-        # (or traced) tensors, where lengths and, eagerly, values are known.
-        if isinstance(inputs, dict) and "token_ids" in inputs:
-            token_ids = inputs["token_ids"]
-            check_input_shapes(
-                inputs, self.max_sequence_length, self.__class__.__name__
-            )
-            check_token_ids(
-                token_ids, self.vocabulary_size, self.__class__.__name__
-            )
+        # (or traced) tensors, whose shapes are known.
+        check_input_shapes(
+            inputs, self.max_sequence_length, self.__class__.__name__
+        )
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def get_config(self):

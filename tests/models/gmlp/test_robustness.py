@@ -78,3 +78,102 @@ def test_model_stays_usable_after_predict_and_evaluate_refuse_input(make_batch):
     np.testing.assert_array_equal(
         backbone.predict(batch, verbose=0)["pooled_output"], before
     )
+
+
+def refuse_copies_to_host(monkeypatch):
+    """Makes every way of reading a backend tensor's values from Python
+    raise: numpy conversion and the tensors' own host-copy methods."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a tensor was copied to the host")
+
+    for name in ("asarray", "array"):
+        convert = getattr(np, name)
+
+        def guarded(x, *args, _convert=convert, **kwargs):
+            if keras.ops.is_tensor(x):
+                refuse()
+            return _convert(x, *args, **kwargs)
+
+        monkeypatch.setattr(np, name, guarded)
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        from tensorflow.python.framework import ops
+
+        tensor_class, names = ops._EagerTensorBase, ("numpy", "_numpy")
+    elif backend == "torch":
+        import torch
+
+        tensor_class, names = torch.Tensor, ("numpy", "cpu", "tolist", "item")
+    else:
+        from jax._src.array import ArrayImpl
+
+        tensor_class, names = ArrayImpl, ("tolist", "item", "__int__")
+    for name in names:
+        monkeypatch.setattr(tensor_class, name, refuse)
+
+
+def test_forward_pass_does_not_read_the_ids(make_batch, monkeypatch):
+    """A call on backend tensors (every step of `fit` and `predict`) must not
+    copy the ids back to the host to range-check them: on a GPU that is a
+    device synchronisation per step."""
+    backbone = tiny_backbone()
+    batch = make_batch(40, batch=2, length=8, real_lengths=[8, 5])
+    tensors = {k: keras.ops.convert_to_tensor(v) for k, v in batch.items()}
+    want = keras.ops.convert_to_numpy(backbone(tensors)["pooled_output"])
+    with monkeypatch.context() as patch:
+        refuse_copies_to_host(patch)
+        outputs = backbone(tensors)
+    got = keras.ops.convert_to_numpy(outputs["pooled_output"])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_ids_out_of_range_are_refused_before_the_step(make_batch):
+    """Host arrays are range-checked before any step runs: on a direct call
+    of the backbone or of a task, and in fit, evaluate and predict. The
+    weights stay as they were."""
+    backbone = tiny_backbone()
+    masked_lm = gMLPMaskedLM(backbone=backbone, preprocessor=None)
+    masked_lm.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    before = [keras.ops.convert_to_numpy(v) for v in masked_lm.weights]
+    y = np.array([[5, 6], [7, 8]])
+    for argument, value, message in [
+        ("token_ids", 40, "vocabulary_size=40.*Received: a token id of 40"),
+        ("token_ids", -3, "Received: a token id of -3"),
+        ("segment_ids", 2, "num_segments=2.*Received: a segment id of 2"),
+    ]:
+        batch = make_batch(40, batch=2, length=8)
+        batch[argument][1, 2] = value
+        x = dict(batch, mask_positions=np.array([[1, 2], [0, 3]], dtype="int32"))
+        with pytest.raises(ValueError, match=message):
+            backbone(batch)
+        with pytest.raises(ValueError, match=message):
+            backbone.predict(batch, verbose=0)
+        with pytest.raises(ValueError, match=message):
+            masked_lm({k: v.tolist() for k, v in x.items()})
+        with pytest.raises(ValueError, match=message):
+            masked_lm.fit(x, y, verbose=0)
+        with pytest.raises(ValueError, match=message):
+            masked_lm.evaluate(x, y, verbose=0)
+    for variable, value in zip(masked_lm.weights, before):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
+
+
+def test_padding_mask_of_another_shape_is_refused(make_batch):
+    backbone = tiny_backbone()
+    batch = make_batch(40, batch=2, length=8)
+    for shape in [(2, 7), (1, 8), (2, 8, 1)]:
+        bad = dict(batch, padding_mask=np.ones(shape, "int32"))
+        with pytest.raises(ValueError, match=r"`padding_mask` must have the shape"):
+            backbone(bad)
+        with pytest.raises(ValueError, match=r"padding_mask.shape="):
+            backbone.predict(bad, verbose=0)
+
+
+def test_zero_length_input_is_refused(make_batch):
+    backbone = tiny_backbone()
+    empty = {k: v[:, :0] for k, v in make_batch(40, batch=2, length=8).items()}
+    with pytest.raises(ValueError, match="at least one token.*sequence length 0"):
+        backbone(empty)
+    with pytest.raises(ValueError, match="at least one token"):
+        backbone.predict(empty, verbose=0)

@@ -180,9 +180,9 @@ gMLPTi = _document(
 gMLPS = _document(
     _variant("gmlp_s16", 256), "gMLPS", "gMLP-S/16", "19,422,656",
     "gmlp_s16_224",
-    '`"imagenet"` (timm\'s `gmlp_s16_224.ra3_in1k`, from a pinned\n'
-    "            revision, sha256-checked and cached in `~/.keras/models`;\n"
-    "            see `IMAGENET_WEIGHTS`), ",
+    '`"imagenet"` (timm\'s `gmlp_s16_224.ra3_in1k`, downloaded once,\n'
+    "            sha256-checked and cached in `~/.keras/models`; see\n"
+    "            `IMAGENET_WEIGHTS`), ",
 )
 gMLPB = _document(
     _variant("gmlp_b16", 512), "gMLPB", "gMLP-B/16", "73,075,392",

@@ -165,7 +165,7 @@ def _document(name, variant, num_blocks, hidden_dim, patch_size, params):
     if variant in ("mixer_b16", "mixer_l16"):
         imagenet = (
             f'`"imagenet"` (timm\'s `{variant}_224.goog_in21k_ft_in1k`,\n'
-            "            from a pinned revision, sha256-checked and cached in\n"
+            "            downloaded once, sha256-checked and cached in\n"
             "            `~/.keras/models`; see `IMAGENET_WEIGHTS`), "
         )
     builder.__doc__ = BASE_DOCSTRING.format(

@@ -11,6 +11,7 @@ from the checkpoint's.
 
 import hashlib
 import os
+import re
 
 import keras
 import numpy as np
@@ -23,29 +24,37 @@ from keras_gmlp.layers import gMLPBlock
 
 TIMM_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin")
 
-# Public timm weights, pinned as keras.applications pins its own: the
-# Hugging Face repository, the commit the file is read at (a branch such as
-# `main` can move under a user) and the file's sha256, which
-# `keras.utils.get_file` verifies after downloading and on every cached use.
-# None marks a value this release has not recorded (this code was written
-# without network access); such weights are never downloaded unverified.
-# The hub answers a HEAD request for `resolve/main/model.safetensors` with
-# both: the commit in `X-Repo-Commit`, the sha256 in `X-Linked-Etag`.
+# Public timm weights, pinned two ways.
+# - The Hugging Face repository's `model.safetensors`, read at a fixed commit
+#   (a branch such as `main` can move under a user) and checked against its
+#   full sha256 by `keras.utils.get_file`, as keras.applications pins its
+#   own files. None marks a value this release has not recorded (this code
+#   was written without network access); the hub answers a HEAD request for
+#   `resolve/main/model.safetensors` with both, the commit in
+#   `X-Repo-Commit` and the sha256 in `X-Linked-Etag`.
+# - Until then, timm's original release file on GitHub, which timm's own
+#   configuration names. Release assets do not change, and by timm's and
+#   torch.hub's convention the file name ends in the first 8 hex digits of
+#   the file's sha256, which is checked after every download and cached use.
+_RELEASES = "https://github.com/rwightman/pytorch-image-models/releases/download"
 IMAGENET_WEIGHTS = {
     "gmlp_s16": {
         "repository": "timm/gmlp_s16_224.ra3_in1k",
         "revision": None,  # UNKNOWN: not recorded yet
         "sha256": None,  # UNKNOWN: not recorded yet
+        "release": f"{_RELEASES}/v0.1-weights/gmlp_s16_224_raa-10536d42.pth",
     },
     "mixer_b16": {
         "repository": "timm/mixer_b16_224.goog_in21k_ft_in1k",
         "revision": None,  # UNKNOWN: not recorded yet
         "sha256": None,  # UNKNOWN: not recorded yet
+        "release": f"{_RELEASES}/v0.1-vitjx/jx_mixer_b16_224-76587d61.pth",
     },
     "mixer_l16": {
         "repository": "timm/mixer_l16_224.goog_in21k_ft_in1k",
         "revision": None,  # UNKNOWN: not recorded yet
         "sha256": None,  # UNKNOWN: not recorded yet
+        "release": f"{_RELEASES}/v0.1-vitjx/jx_mixer_l16_224-92f9adc4.pth",
     },
 }
 
@@ -398,19 +407,22 @@ def _sha256(path):
 def fetch_imagenet_weights(variant):
     """Path of the cached timm ImageNet checkpoint of `variant`.
 
-    Downloaded once with `keras.utils.get_file` into
-    `$KERAS_HOME/models` (default `~/.keras/models`) from the pinned
-    revision in `IMAGENET_WEIGHTS`, and checked against its sha256; a
-    cached file that matches is used without network access. A file whose
-    hash differs is deleted and refused. Weights whose revision and sha256
-    are not recorded are not downloaded: a file the user saved in the cache
-    is used as it is.
+    Downloaded once with `keras.utils.get_file` into `$KERAS_HOME/models`
+    (default `~/.keras/models`) and verified on download and on every later
+    use; a verified cached file is used without network access. Where
+    `IMAGENET_WEIGHTS` records the hub repository's revision and sha256, the
+    file is that revision's `model.safetensors`; otherwise a
+    `model.safetensors` the user saved in the cache under the repository's
+    name is used as it is, and failing that timm's original release
+    checkpoint (`.pth`, read with torch) is downloaded and checked against
+    the sha256 prefix in its name. A file that fails its check is deleted
+    and refused, and no weights are loaded.
 
     Args:
         variant: a key of `IMAGENET_WEIGHTS`, e.g. `"gmlp_s16"`.
 
     Returns:
-        The local path of the `.safetensors` file.
+        The local path of the checkpoint.
 
     Examples:
 
@@ -427,14 +439,7 @@ def fetch_imagenet_weights(variant):
     if origin is None or sha256 is None:
         if os.path.isfile(target):
             return target
-        raise OSError(
-            f"This version of keras_gmlp records no pinned revision and "
-            f"sha256 for the ImageNet weights of {variant}, so it does not "
-            "download them unverified. Download "
-            f"https://huggingface.co/{repository}/resolve/main/model.safetensors"
-            f", check its sha256 against the hub's, and save it as {target}; "
-            "it is then loaded offline. Or pass its path as `weights=`."
-        )
+        return _fetch_release_checkpoint(variant, entry["release"], cache_dir)
     try:
         return keras.utils.get_file(
             file_name,
@@ -454,10 +459,36 @@ def fetch_imagenet_weights(variant):
             f"no weights were loaded ({error})"
         ) from error
     except Exception as error:
-        raise OSError(
-            f"Could not download the ImageNet weights of {variant} from "
-            f"{origin} ({type(error).__name__}: {error}). Without network "
-            f"access, download that file elsewhere and save it as {target}; "
-            "it is then loaded offline (if its sha256 is "
-            f"{sha256}). Or pass its path as `weights=`."
-        ) from error
+        raise _offline_error(variant, origin, target) from error
+
+
+def _fetch_release_checkpoint(variant, origin, cache_dir):
+    """Downloads timm's release checkpoint `origin` once and checks its
+    sha256 against the 8-hex-digit prefix at the end of its name."""
+    file_name = origin.rsplit("/", 1)[-1]
+    prefix = re.search(r"-([0-9a-f]{8,})\.pth$", file_name).group(1)
+    try:
+        path = keras.utils.get_file(
+            file_name, origin, cache_dir=cache_dir, cache_subdir="models"
+        )
+    except Exception as error:
+        target = os.path.join(cache_dir, "models", file_name)
+        raise _offline_error(variant, origin, target) from error
+    digest = _sha256(path)
+    if not digest.startswith(prefix):
+        os.remove(path)
+        raise ValueError(
+            f"The ImageNet weights of {variant} from {origin} have sha256 "
+            f"{digest}, which does not start with {prefix} as the file name "
+            "says; the file was deleted and no weights were loaded."
+        )
+    return path
+
+
+def _offline_error(variant, origin, target):
+    return OSError(
+        f"Could not download the ImageNet weights of {variant} from {origin}. "
+        f"Without network access, download that file elsewhere and save it "
+        f"as {target}; it is then verified and loaded offline. Or pass a "
+        "checkpoint's path as `weights=`."
+    )

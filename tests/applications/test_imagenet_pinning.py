@@ -1,6 +1,7 @@
 """`weights="imagenet"` downloads from a pinned revision and checks the
-file's sha256 (keras.utils.get_file), offline: a fake download serves the
-timm fixture checkpoint."""
+file's sha256 (keras.utils.get_file), or, while no revision is recorded,
+timm's release checkpoint checked against the sha256 prefix in its name.
+Offline: a fake download serves the timm fixture checkpoint."""
 
 import hashlib
 import os
@@ -27,15 +28,30 @@ def sha256_of(path):
 
 
 @pytest.fixture
-def offline_hub(monkeypatch, tmp_path):
+def release_file(tmp_path):
+    """The fixture checkpoint as a torch state dict, as timm's releases are."""
+    import torch
+    from safetensors.torch import load_file
+
+    path = str(tmp_path / "release.pth")
+    torch.save(load_file(fixture_path("gmlp", ".safetensors")), path)
+    return path
+
+
+@pytest.fixture
+def offline_hub(monkeypatch, tmp_path, release_file):
     """A Keras cache in tmp_path and a 'download' that copies the fixture
-    checkpoint; returns the list of URLs requested."""
+    checkpoint (the release file for a `.pth` URL); returns the list of URLs
+    requested."""
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     requested = []
 
     def fake_urlretrieve(url, target, progress=None):
         requested.append(url)
-        shutil.copyfile(fixture_path("gmlp", ".safetensors"), target)
+        if url.endswith(".pth"):
+            shutil.copyfile(release_file, target)
+        else:
+            shutil.copyfile(fixture_path("gmlp", ".safetensors"), target)
 
     monkeypatch.setattr("keras.src.utils.file_utils.urlretrieve", fake_urlretrieve)
     return requested
@@ -55,7 +71,8 @@ def imagenet_tiny():
 
 def test_recorded_pins_are_full_hashes_or_marked_unknown():
     for variant, entry in IMAGENET_WEIGHTS.items():
-        assert set(entry) == {"repository", "revision", "sha256"}, variant
+        assert set(entry) == {"repository", "revision", "sha256", "release"}, variant
+        assert re.search(r"-[0-9a-f]{8}\.pth$", entry["release"]), variant
         if entry["revision"] is not None:
             assert re.fullmatch("[0-9a-f]{40}", entry["revision"]), variant
         if entry["sha256"] is not None:
@@ -107,11 +124,35 @@ def test_a_cached_file_with_another_sha256_is_not_used(monkeypatch, tmp_path):
         imagenet_tiny()
 
 
-def test_unpinned_weights_are_not_downloaded(offline_hub, monkeypatch, tmp_path):
-    pin(monkeypatch, None, revision=None)
-    target = os.path.join(str(tmp_path), "models", CACHED_NAME)
-    with pytest.raises(OSError, match="no pinned revision and sha256") as error:
+def release(monkeypatch, prefix):
+    url = f"https://example.invalid/releases/gmlp_tiny-{prefix}.pth"
+    entry = dict(IMAGENET_WEIGHTS["gmlp_s16"], revision=None, sha256=None, release=url)
+    monkeypatch.setitem(IMAGENET_WEIGHTS, "gmlp_s16", entry)
+    return url
+
+
+def test_unpinned_weights_come_from_the_release_checked_by_its_prefix(
+    offline_hub, monkeypatch, release_file
+):
+    url = release(monkeypatch, sha256_of(release_file)[:8])
+    golden = np.load(fixture_path("gmlp", ".npz"))
+    model = imagenet_tiny()
+    assert offline_hub == [url]
+    reference = build_tiny("gmlp", weights=fixture_path("gmlp", ".safetensors"),
+                           include_top=False, pooling="avg")
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(model(golden["images"])),
+        keras.ops.convert_to_numpy(reference(golden["images"])),
+    )
+    imagenet_tiny()  # cached and checked again: no second download
+    assert offline_hub == [url]
+
+
+def test_a_release_file_with_another_prefix_is_deleted_and_refused(
+    offline_hub, monkeypatch, tmp_path
+):
+    url = release(monkeypatch, "0123abcd")
+    with pytest.raises(ValueError, match="does not start with 0123abcd"):
         imagenet_tiny()
-    assert target in str(error.value)
-    assert offline_hub == []
-    assert weights_module.imagenet_weights_origin("gmlp_s16") is None
+    assert offline_hub == [url]
+    assert not os.path.exists(tmp_path / "models" / url.rsplit("/", 1)[-1])

@@ -1,7 +1,7 @@
 """MLP-Mixer image classifiers (Tolstikhin et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.layers import MixerBlock
+from keras_gmlp.models._patch_mlp import mixer_block_factory
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 
@@ -104,16 +104,9 @@ def MLPMixer(
     ```
     """
 
-    def make_block(index, sequence_length, rate):
-        return MixerBlock(
-            hidden_dim,
-            tokens_mlp_dim,
-            channels_mlp_dim,
-            sequence_length,
-            drop_path_rate=rate,
-            name=f"blocks_{index}",
-        )
-
+    make_block = mixer_block_factory(
+        hidden_dim, tokens_mlp_dim, channels_mlp_dim
+    )
     return build_image_classifier(
         make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
         include_top, weights, input_tensor, input_shape, pooling, classes,

@@ -139,6 +139,12 @@ class TimmCheckpoint:
             config.get("num_classes", pretrained_cfg.get("num_classes", 1000)),
         )
         self.image_shape = self.backbone_kwargs["image_shape"]
+        # The grid the checkpoint was trained on, which its token counts
+        # alone cannot tell for non-square images.
+        patch_size = self.backbone_kwargs["patch_size"]
+        self.checkpoint_grid = (
+            self.image_shape[0] // patch_size, self.image_shape[1] // patch_size
+        )
         self._state = None
 
     def state(self):
@@ -172,7 +178,7 @@ class TimmCheckpoint:
         if load_weights:
             # Converts, checks and (for another image shape) resamples every
             # tensor before assigning any; the head's tensors are skipped.
-            load_timm_weights(backbone, state)
+            load_timm_weights(backbone, state, checkpoint_grid=self.checkpoint_grid)
         return backbone
 
     def load_task(self, cls, load_weights, load_task_weights, **kwargs):

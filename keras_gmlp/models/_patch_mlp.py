@@ -16,6 +16,40 @@ from keras_gmlp.layers import PatchEmbedding
 from keras_gmlp.layers import gMLPBlock
 
 
+def check_image_shape(image_shape, patch_size, data_format):
+    """`image_shape` (in `data_format` order) as a channels-last tuple of
+    three positive ints, height and width multiples of `patch_size`; raises
+    ValueError otherwise."""
+    shape = tuple(image_shape) if isinstance(image_shape, (tuple, list)) else None
+    if shape is None or len(shape) != 3 or not all(
+        isinstance(size, int) and not isinstance(size, bool) and size > 0
+        for size in shape
+    ):
+        raise ValueError(
+            "`image_shape` must be three positive integers (height, width, "
+            "channels); the token-mixing weights cover a fixed patch grid, "
+            f"so height and width must be known. Received: image_shape={image_shape!r}"
+        )
+    if data_format == "channels_first":
+        shape = (shape[1], shape[2], shape[0])
+    if shape[0] % patch_size or shape[1] % patch_size:
+        raise ValueError(
+            "The image height and width must be multiples of "
+            f"patch_size={patch_size}. Received: image_shape={image_shape!r}"
+        )
+    return shape
+
+
+def check_data_format(data_format):
+    data_format = data_format or keras.config.image_data_format()
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(
+            "`data_format` must be 'channels_last' or 'channels_first'. "
+            f"Received: data_format={data_format!r}"
+        )
+    return data_format
+
+
 def gmlp_block_factory(hidden_dim, intermediate_dim):
     """`make_block(index, sequence_length, drop_path_rate, dtype)` for gMLP
     (timm's `SpatialGatingBlock` with `GatedMlp`)."""

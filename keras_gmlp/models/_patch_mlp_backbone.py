@@ -7,46 +7,18 @@ from keras_hub.models import Backbone
 
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.models._patch_mlp import check_data_format
+from keras_gmlp.models._patch_mlp import check_image_shape
 from keras_gmlp.models._patch_mlp import patch_mlp
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
-
-
-def check_image_shape(image_shape, patch_size):
-    """`image_shape` as a tuple of three positive ints, height and width
-    multiples of `patch_size`; raises ValueError otherwise."""
-    shape = tuple(image_shape) if isinstance(image_shape, (tuple, list)) else None
-    if shape is None or len(shape) != 3 or not all(
-        isinstance(size, int) and not isinstance(size, bool) and size > 0
-        for size in shape
-    ):
-        raise ValueError(
-            "`image_shape` must be three positive integers (height, width, "
-            "channels); the token-mixing weights cover a fixed patch grid, "
-            f"so height and width must be known. Received: image_shape={image_shape!r}"
-        )
-    if shape[0] % patch_size or shape[1] % patch_size:
-        raise ValueError(
-            "The image height and width must be multiples of "
-            f"patch_size={patch_size}. Received: image_shape={image_shape!r}"
-        )
-    return shape
-
-
-def check_data_format(data_format):
-    data_format = data_format or keras.config.image_data_format()
-    if data_format not in ("channels_last", "channels_first"):
-        raise ValueError(
-            "`data_format` must be 'channels_last' or 'channels_first'. "
-            f"Received: data_format={data_format!r}"
-        )
-    return data_format
 
 
 class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
     """Base of the patch-MLP image backbones; subclasses give the blocks.
 
     The model maps images `(batch, height, width, channels)` (channels
-    first with `data_format="channels_first"`) to the normalised token grid
+    first with `data_format="channels_first"`, and `image_shape` then
+    `(channels, height, width)`, as in keras-hub) to the normalised token grid
     `(batch, rows, columns, hidden_dim)`, the features timm's head pools.
     """
 
@@ -63,12 +35,9 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
         **kwargs,
     ):
         data_format = check_data_format(data_format)
-        input_shape = image_shape
-        if data_format == "channels_first":
-            input_shape = (image_shape[2], image_shape[0], image_shape[1])
 
         # === Functional Model ===
-        image_input = keras.Input(shape=input_shape, name="images")
+        image_input = keras.Input(shape=tuple(image_shape), name="images")
         x = image_input
         if data_format == "channels_first":
             # The blocks are channels-last on every backend (PatchEmbedding).
@@ -89,7 +58,7 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
         self.patch_size = patch_size
         self.num_layers = num_layers
         self.hidden_dim = hidden_dim
-        self.image_shape = image_shape
+        self.image_shape = tuple(image_shape)
         self.drop_path_rate = drop_path_rate
         self.data_format = data_format
         self.grid_shape = grid
@@ -141,7 +110,7 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
                     f"1 <= n <= {count}. Received: indices={indices}"
                 )
             chosen = list(range(count - indices, count))
-        else:
+        elif isinstance(indices, (list, tuple)):
             chosen = []
             for index in indices:
                 if isinstance(index, bool) or not isinstance(index, int) or not (
@@ -152,6 +121,11 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
                         f"{count - 1}]. Received: indices={indices!r}"
                     )
                 chosen.append(index % count)
+        else:
+            raise ValueError(
+                "`indices` must be None, an int or a list of ints. "
+                f"Received: indices={indices!r}"
+            )
         outputs = {}
         for index in chosen:
             x = self._block_outputs[index]
@@ -180,10 +154,13 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
         return config
 
 
-def check_backbone_arguments(patch_size, num_layers, dims, image_shape, drop_path_rate):
+def check_backbone_arguments(
+    patch_size, num_layers, dims, image_shape, drop_path_rate, data_format
+):
+    """Checks the shared arguments before any layer is built."""
     check_positive_int("patch_size", patch_size)
     check_positive_int("num_layers", num_layers)
     for name, value in dims.items():
         check_positive_int(name, value)
     check_rate("drop_path_rate", drop_path_rate)
-    return check_image_shape(image_shape, patch_size)
+    check_image_shape(image_shape, patch_size, check_data_format(data_format))

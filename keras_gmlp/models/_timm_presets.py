@@ -26,6 +26,7 @@ from keras_hub.src.utils.preset_utils import get_file
 
 from keras_gmlp.applications.weights import load_timm_weights
 from keras_gmlp.applications.weights import read_checkpoint
+from keras_gmlp.models._patch_mlp import check_data_format
 
 # timm architecture prefix: (module, backbone class, presets module, table).
 FAMILIES = {
@@ -145,6 +146,7 @@ class TimmCheckpoint:
         self.checkpoint_grid = (
             self.image_shape[0] // patch_size, self.image_shape[1] // patch_size
         )
+        self.image_size = self.image_shape[:2]
         self._state = None
 
     def state(self):
@@ -170,11 +172,19 @@ class TimmCheckpoint:
 
     def load_backbone(self, cls, load_weights, **kwargs):
         self.check_family(cls)
+        if "image_shape" not in kwargs and check_data_format(
+            kwargs.get("data_format")
+        ) == "channels_first":
+            # The checkpoint's shape is channels-last; keras-hub's
+            # `image_shape` follows the data format.
+            height, width, channels = self.image_shape
+            kwargs["image_shape"] = (channels, height, width)
         kwargs = {**self.backbone_kwargs, **kwargs}
         state = self.state() if load_weights else None
         backbone = self.backbone_cls(**kwargs)
-        # Remembered so the converter resizes to the shape the backbone takes.
-        self.image_shape = tuple(backbone.image_shape)
+        # Remembered so the converter resizes to the size the backbone takes.
+        rows, columns = backbone.grid_shape
+        self.image_size = (rows * backbone.patch_size, columns * backbone.patch_size)
         if load_weights:
             # Converts, checks and (for another image shape) resamples every
             # tensor before assigning any; the head's tensors are skipped.
@@ -220,7 +230,7 @@ class TimmCheckpoint:
         if interpolation not in ("bilinear", "nearest", "bicubic"):
             interpolation = "bilinear"
         defaults = dict(
-            image_size=tuple(self.image_shape[:2]),
+            image_size=tuple(self.image_size),
             scale=[1.0 / 255.0 / s for s in std],
             offset=[-m / s for m, s in zip(mean, std)],
             interpolation=interpolation,

@@ -40,8 +40,9 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
         hidden_dim: int, token width (d_model).
         intermediate_dim: int, width of each block's gated expansion
             (d_ffn), even.
-        image_shape: `(height, width, channels)`, height and width
-            multiples of `patch_size`. Defaults to `(224, 224, 3)`.
+        image_shape: `(height, width, channels)` (`(channels, height,
+            width)` with `"channels_first"`), height and width multiples of
+            `patch_size`. Defaults to `(224, 224, 3)`.
         drop_path_rate: float in `[0, 1)`, stochastic depth rate of the last
             block, increasing linearly from 0 over the blocks.
         data_format: `"channels_last"` or `"channels_first"`; defaults to
@@ -79,10 +80,10 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
         dtype=None,
         **kwargs,
     ):
-        image_shape = check_backbone_arguments(
+        check_backbone_arguments(
             patch_size, num_layers, {"hidden_dim": hidden_dim,
                                      "intermediate_dim": intermediate_dim},
-            image_shape, drop_path_rate,
+            image_shape, drop_path_rate, data_format,
         )
         if intermediate_dim % 2:
             raise ValueError(

@@ -40,8 +40,9 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
         hidden_dim: int, token width.
         tokens_mlp_dim: int, hidden width of the token-mixing MLP.
         channels_mlp_dim: int, hidden width of the channel-mixing MLP.
-        image_shape: `(height, width, channels)`, height and width
-            multiples of `patch_size`. Defaults to `(224, 224, 3)`.
+        image_shape: `(height, width, channels)` (`(channels, height,
+            width)` with `"channels_first"`), height and width multiples of
+            `patch_size`. Defaults to `(224, 224, 3)`.
         drop_path_rate: float in `[0, 1)`, stochastic depth rate of the last
             block, increasing linearly from 0 over the blocks.
         data_format: `"channels_last"` or `"channels_first"`; defaults to
@@ -80,11 +81,11 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
         dtype=None,
         **kwargs,
     ):
-        image_shape = check_backbone_arguments(
+        check_backbone_arguments(
             patch_size, num_layers,
             {"hidden_dim": hidden_dim, "tokens_mlp_dim": tokens_mlp_dim,
              "channels_mlp_dim": channels_mlp_dim},
-            image_shape, drop_path_rate,
+            image_shape, drop_path_rate, data_format,
         )
         super().__init__(
             mixer_block_factory(hidden_dim, tokens_mlp_dim, channels_mlp_dim),

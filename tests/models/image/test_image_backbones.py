@@ -4,19 +4,24 @@ feature extraction, and their argument checks."""
 import keras
 import numpy as np
 import pytest
-from keras_hub.src.tests.test_case import TestCase
+from keras_hub.src.tests import test_case
 
 from tests.models.image.conftest import family_classes
 from tests.models.image.conftest import small_backbone_kwargs
 
 
-class ImageBackboneHarnessTest(TestCase):
+class ImageBackboneHarnessTest(test_case.TestCase):
     def _run(self, family):
         self.run_vision_backbone_test(
             cls=family_classes(family)["backbone"],
-            init_kwargs=small_backbone_kwargs(family, image_shape=(16, 12, 3)),
-            input_data=np.random.default_rng(0).uniform(-1, 1, (2, 16, 12, 3)),
-            expected_output_shape=(2, 4, 3, 8),
+            # Square: the harness's channels-first pass reverses image_shape.
+            init_kwargs=small_backbone_kwargs(family),
+            input_data=np.random.default_rng(0).uniform(-1, 1, (2, 16, 16, 3)),
+            expected_output_shape=(2, 4, 4, 8),
+            # keras.layers.Permute cannot give the output spec of concrete
+            # arrays, which the harness's channels-first pass asks for;
+            # test_channels_first_is_the_transposed_channels_last checks it.
+            run_data_format_check=False,
         )
 
     def test_gmlp_backbone_basics(self):
@@ -47,6 +52,22 @@ def test_output_is_the_normalised_token_grid_row_major(family):
     np.testing.assert_allclose(grid.reshape(2, 6, 8), tokens, atol=1e-6)
 
 
+def test_channels_first_is_the_transposed_channels_last(family):
+    cls = family_classes(family)["backbone"]
+    last = cls(**small_backbone_kwargs(family, image_shape=(8, 12, 3)))
+    first = cls(
+        **small_backbone_kwargs(family, image_shape=(3, 8, 12)),
+        data_format="channels_first",
+    )
+    first.set_weights(last.get_weights())
+    images = np.random.default_rng(4).uniform(-1, 1, (2, 8, 12, 3)).astype("float32")
+    expected = keras.ops.convert_to_numpy(last(images)).transpose(0, 3, 1, 2)
+    got = keras.ops.convert_to_numpy(first(images.transpose(0, 3, 1, 2)))
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    features = first.feature_extractor(indices=1)(images.transpose(0, 3, 1, 2))
+    assert tuple(features["blocks_1"].shape) == (2, 8, 2, 3)
+
+
 def test_feature_extractor_returns_the_chosen_blocks(family):
     backbone = family_classes(family)["backbone"](
         **dict(small_backbone_kwargs(family), num_layers=3)
@@ -68,8 +89,10 @@ def test_feature_extractor_returns_the_chosen_blocks(family):
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(normed).reshape(2, 16, 8), tokens, atol=1e-6
     )
-    # The extractor shares the backbone's weights.
-    assert backbone.feature_extractor().count_params() == backbone.count_params()
+    # The extractor shares the backbone's weights (all but the unused norm).
+    extractor = backbone.feature_extractor()
+    assert extractor.count_params() == backbone.count_params() - 2 * 8
+    assert {id(v) for v in extractor.weights} <= {id(v) for v in backbone.weights}
 
 
 @pytest.mark.parametrize("indices", [0, 4, [3], [-4], [0.5], True])

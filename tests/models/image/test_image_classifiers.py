@@ -4,7 +4,7 @@ harness: tasks, presets saved and reloaded, and fit on tf.data."""
 import keras
 import numpy as np
 import tensorflow as tf
-from keras_hub.src.tests.test_case import TestCase
+from keras_hub.src.tests import test_case
 
 from tests.models.image.conftest import family_classes
 from tests.models.image.conftest import small_backbone_kwargs
@@ -21,7 +21,7 @@ def make_classifier(family, **kwargs):
     )
 
 
-class ImageClassifierHarnessTest(TestCase):
+class ImageClassifierHarnessTest(test_case.TestCase):
     def _init_kwargs(self, family):
         classes = family_classes(family)
         return {
@@ -56,12 +56,13 @@ class ImageClassifierHarnessTest(TestCase):
         images = np.random.default_rng(1).integers(0, 256, (2, 16, 16, 3))
         images = images.astype("float32")
         expected = classifier.predict(images, verbose=0)
-        # The task, backbone and preprocessor reload from the directory.
-        self.run_preset_test(
-            cls=classes["classifier"], preset=preset, input_data=images,
-            expected_output=expected,
-        )
         scaled = images / 127.5 - 1.0
+        # The task, backbone and preprocessor reload from the directory
+        # (calling a task skips its preprocessor: it takes scaled images).
+        self.run_preset_test(
+            cls=classes["classifier"], preset=preset, input_data=scaled,
+            expected_output=classifier(scaled),
+        )
         self.run_preset_test(
             cls=classes["backbone"], preset=preset, input_data=scaled,
             expected_output=classifier.backbone(scaled),

@@ -13,6 +13,12 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     https://arxiv.org/abs/2105.08050. {params} parameters with the
     1000-class top, as timm's `{timm_name}`.
 
+    An image classifier (`gMLPTi`, `gMLPS`, `gMLPB`: Tiny, Small, Base at
+    patch 16); the masked-language-model text encoders are `gMLPBase` and
+    `gMLPLarge`. It builds the layers of `keras_gmlp.models.gMLPImageBackbone`
+    (preset `"{timm_name}"`), the keras-hub class to use for `from_preset`,
+    `save_to_preset` and `tf.data` preprocessing.
+
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (timm's normalisation for gMLP) unless
     `include_preprocessing=False`; `preprocess_input` is a pass-through.

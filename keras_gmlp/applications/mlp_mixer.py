@@ -7,7 +7,10 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     Reference: "MLP-Mixer: An all-MLP Architecture for Vision" (Tolstikhin
     et al., NeurIPS 2021), https://arxiv.org/abs/2105.01601. {params}
-    parameters with the 1000-class top, as timm's `{timm_name}`.
+    parameters with the 1000-class top, as timm's `{timm_name}`. It builds
+    the layers of `keras_gmlp.models.MLPMixerBackbone` (preset
+    `"{timm_name}"`), the keras-hub class to use for `from_preset`,
+    `save_to_preset` and `tf.data` preprocessing.
 
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (the normalisation of the Google Mixer weights) unless

@@ -290,6 +290,19 @@ class TimmPresetsMixin:
 
         checkpoint = timm_checkpoint(preset)
         if checkpoint is None:
+            image_shape = kwargs.get("image_shape")
+            if (
+                image_shape is not None
+                and issubclass(cls, (Backbone, Task))
+                and kwargs.get("load_weights", True)
+                and _saved_image_shape(preset) not in (None, tuple(image_shape))
+            ):
+                # Load at the saved size, then move the weights to the new
+                # patch grid (keras-hub would fail on the spatial shapes).
+                saved = super().from_preset(
+                    preset, **{k: v for k, v in kwargs.items() if k != "image_shape"}
+                )
+                return _resample(saved, image_shape)
             return super().from_preset(preset, **kwargs)
         if issubclass(cls, Backbone):
             load_weights = kwargs.pop("load_weights", True)
@@ -304,3 +317,39 @@ class TimmPresetsMixin:
             kwargs.pop("config_file", None)
             return checkpoint.load_preprocessor(cls, **kwargs)
         return checkpoint.load_image_converter(cls, **kwargs)
+
+
+def _saved_image_shape(preset):
+    """The backbone `image_shape` a keras-hub preset was saved with."""
+    try:
+        with open(get_file(preset, "config.json"), encoding="utf-8") as file:
+            shape = json.load(file).get("config", {}).get("image_shape")
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+    return None if shape is None else tuple(shape)
+
+
+def _resample(saved, image_shape):
+    """`saved` (a backbone or task) rebuilt for `image_shape`, its spatial
+    weights resampled as for timm checkpoints."""
+    from keras_gmlp.applications.weights import timm_state_dict
+
+    from keras_hub.models import Backbone
+
+    backbone = saved if isinstance(saved, Backbone) else saved.backbone
+    config = dict(backbone.get_config(), image_shape=tuple(image_shape))
+    resized = type(backbone).from_config(config)
+    load_timm_weights(
+        resized, timm_state_dict(backbone), checkpoint_grid=backbone.grid_shape
+    )
+    if saved is backbone:
+        return resized
+    config = saved.get_config()
+    config.update(backbone=resized, preprocessor=saved.preprocessor)
+    task = type(saved).from_config(config)
+    task.output_dense.set_weights(saved.output_dense.get_weights())
+    converter = getattr(saved.preprocessor, "image_converter", None)
+    if converter is not None:
+        rows, columns = resized.grid_shape
+        converter.image_size = (rows * resized.patch_size, columns * resized.patch_size)
+    return task

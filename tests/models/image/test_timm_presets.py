@@ -171,3 +171,29 @@ def test_other_family_checkpoint_is_refused(family, tmp_path):
     path = write_timm_directory(other, tmp_path / "other")
     with pytest.raises(ValueError, match="family"):
         family_classes(family)["classifier"].from_preset(path)
+
+
+def test_keras_preset_at_another_image_shape_is_resampled(family, timm_dir, golden, tmp_path):
+    from tests.applications.helpers import build_tiny
+    from keras_gmlp.applications import load_timm_weights
+
+    classes = family_classes(family)
+    preset = str(tmp_path / "keras_preset")
+    classes["classifier"].from_preset(timm_dir).save_to_preset(preset)
+    classifier = classes["classifier"].from_preset(preset, image_shape=(48, 64, 3))
+    assert tuple(classifier.preprocessor.image_converter.image_size) == (48, 64)
+    builder = build_tiny(family, input_shape=(48, 64, 3))
+    load_timm_weights(
+        builder, fixture_path(family, ".safetensors"), checkpoint_grid=(4, 6)
+    )
+    images = np.random.default_rng(5).uniform(0, 255, (2, 48, 64, 3)).astype("float32")
+    np.testing.assert_allclose(
+        classifier.predict(images, verbose=0),
+        keras.ops.convert_to_numpy(builder(images)),
+        atol=1e-4,
+    )
+    backbone = classes["backbone"].from_preset(preset, image_shape=(48, 64, 3))
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(backbone(images / 127.5 - 1)),
+        keras.ops.convert_to_numpy(classifier.backbone(images / 127.5 - 1)),
+    )

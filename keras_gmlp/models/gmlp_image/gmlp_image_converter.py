@@ -21,8 +21,11 @@ class gMLPImageConverter(TimmPresetsMixin, ImageConverter):
             input size. Defaults to `(224, 224)`.
         scale: float or per-channel list, multiplies the pixels.
         offset: float or per-channel list, added after scaling.
-        interpolation: resizing interpolation. timm's gMLP weights were
-            evaluated with `"bicubic"`.
+        interpolation: resizing interpolation. `"bilinear"` (keras-hub's
+            default) resizes alike on every backend; timm evaluated these
+            weights with `"bicubic"`, which `from_preset` of a timm
+            checkpoint takes from its `pretrained_cfg`, and which differs
+            slightly between TensorFlow (tf.data) and torch.
         **kwargs: other `keras_hub.layers.ImageConverter` arguments
             (`crop_to_aspect_ratio`, `antialias`, ...).
 
@@ -42,7 +45,7 @@ class gMLPImageConverter(TimmPresetsMixin, ImageConverter):
         image_size=(224, 224),
         scale=1.0 / 127.5,
         offset=-1.0,
-        interpolation="bicubic",
+        interpolation="bilinear",
         **kwargs,
     ):
         super().__init__(

@@ -1,5 +1,12 @@
 """keras.applications-style builders.
 
+Image classifiers: gMLPTi, gMLPS, gMLPB (gMLP Tiny/Small/Base, patch 16)
+and MixerS16 ... MixerL32, thin wrappers over the architecture of the
+keras-hub image backbones `keras_gmlp.models.gMLPImageBackbone` and
+`MLPMixerBackbone`. Text encoders (masked-LM pretraining): gMLPBase,
+gMLPLarge, aMLPBase, aMLPLarge, over `keras_gmlp.models.gMLPBackbone`.
+Note `gMLPB` (image) versus `gMLPBase` (text).
+
 The image classifiers import only keras. The masked-language-model encoders
 (gMLPBase, gMLPLarge, aMLPBase, aMLPLarge) are built on keras-hub, so they
 are imported on first use and `import keras_gmlp.applications` stays light.

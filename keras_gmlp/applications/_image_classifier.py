@@ -4,7 +4,6 @@ rules, the input, the stem, the top and weight loading."""
 import os
 
 import keras
-import numpy as np
 
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
 from keras_gmlp.applications.weights import TIMM_SUFFIXES
@@ -12,7 +11,7 @@ from keras_gmlp.applications.weights import assign_timm_state
 from keras_gmlp.applications.weights import fetch_imagenet_weights
 from keras_gmlp.applications.weights import load_timm_weights
 from keras_gmlp.applications.weights import read_checkpoint
-from keras_gmlp.layers import PatchEmbedding
+from keras_gmlp.models._patch_mlp import patch_mlp
 
 KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
 
@@ -167,9 +166,9 @@ def build_image_classifier(
 ):
     """Builds a patch-embedding, block-stack, norm, pooled-head classifier.
 
-    `make_block(index, sequence_length, drop_path_rate)` returns block
-    `index`; blocks are named `blocks_{index}` and the other layers `stem`,
-    `norm` and `predictions`, the names the timm conversion relies on.
+    `make_block` comes from `keras_gmlp.models._patch_mlp`, which builds
+    the stem, blocks and norm; the head is named `predictions`, the name
+    the timm conversion relies on.
     """
     _check_sizes(num_blocks, hidden_dim, patch_size, default_size)
     _check_arguments(
@@ -193,14 +192,11 @@ def build_image_classifier(
         # timm's gMLP and Mixer weights expect mean = std = 0.5 on [0, 1],
         # i.e. pixels in [-1, 1].
         x = keras.layers.Rescaling(1.0 / 127.5, offset=-1.0, name="rescaling")(x)
-    stem = PatchEmbedding(patch_size, hidden_dim, name="stem")
-    grid = stem.grid_shape(x.shape)
-    x = stem(x)
-    # Linearly increasing drop rates, as in timm and keras.applications.
-    rates = np.linspace(0.0, drop_path_rate, num_blocks)
-    for index in range(num_blocks):
-        x = make_block(index, grid[0] * grid[1], float(rates[index]))(x)
-    x = keras.layers.LayerNormalization(epsilon=1e-6, name="norm")(x)
+    # The same layers as the keras-hub image backbones build.
+    features = patch_mlp(
+        x, make_block, num_blocks, hidden_dim, patch_size, drop_path_rate
+    )
+    grid, x = features["grid"], features["tokens"]
     if include_top:
         x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
         x = keras.layers.Dense(

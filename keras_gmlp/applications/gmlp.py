@@ -1,7 +1,7 @@
 """gMLP image classifiers (Liu et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.layers import gMLPBlock
+from keras_gmlp.models._patch_mlp import gmlp_block_factory
 
 # Drop-path rates of the paper's recipe (survival probability 1.0, 0.95 and
 # 0.8 at the last block); the builders default to 0.0 like keras.applications.
@@ -12,6 +12,12 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     Reference: "Pay Attention to MLPs" (Liu, Dai, So and Le, NeurIPS 2021),
     https://arxiv.org/abs/2105.08050. {params} parameters with the
     1000-class top, as timm's `{timm_name}`.
+
+    An image classifier (`gMLPTi`, `gMLPS`, `gMLPB`: Tiny, Small, Base at
+    patch 16); the masked-language-model text encoders are `gMLPBase` and
+    `gMLPLarge`. It builds the layers of `keras_gmlp.models.gMLPImageBackbone`
+    (preset `"{timm_name}"`), the keras-hub class to use for `from_preset`,
+    `save_to_preset` and `tf.data` preprocessing.
 
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (timm's normalisation for gMLP) unless
@@ -109,15 +115,7 @@ def gMLP(
     ```
     """
 
-    def make_block(index, sequence_length, rate):
-        return gMLPBlock(
-            hidden_dim,
-            intermediate_dim,
-            sequence_length,
-            drop_path_rate=rate,
-            name=f"blocks_{index}",
-        )
-
+    make_block = gmlp_block_factory(hidden_dim, intermediate_dim)
     return build_image_classifier(
         make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
         include_top, weights, input_tensor, input_shape, pooling, classes,

@@ -1,13 +1,16 @@
 """MLP-Mixer image classifiers (Tolstikhin et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.layers import MixerBlock
+from keras_gmlp.models._patch_mlp import mixer_block_factory
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     Reference: "MLP-Mixer: An all-MLP Architecture for Vision" (Tolstikhin
     et al., NeurIPS 2021), https://arxiv.org/abs/2105.01601. {params}
-    parameters with the 1000-class top, as timm's `{timm_name}`.
+    parameters with the 1000-class top, as timm's `{timm_name}`. It builds
+    the layers of `keras_gmlp.models.MLPMixerBackbone` (preset
+    `"{timm_name}"`), the keras-hub class to use for `from_preset`,
+    `save_to_preset` and `tf.data` preprocessing.
 
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (the normalisation of the Google Mixer weights) unless
@@ -104,16 +107,9 @@ def MLPMixer(
     ```
     """
 
-    def make_block(index, sequence_length, rate):
-        return MixerBlock(
-            hidden_dim,
-            tokens_mlp_dim,
-            channels_mlp_dim,
-            sequence_length,
-            drop_path_rate=rate,
-            name=f"blocks_{index}",
-        )
-
+    make_block = mixer_block_factory(
+        hidden_dim, tokens_mlp_dim, channels_mlp_dim
+    )
     return build_image_classifier(
         make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
         include_top, weights, input_tensor, input_shape, pooling, classes,

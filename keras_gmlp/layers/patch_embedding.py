@@ -84,6 +84,14 @@ class PatchEmbedding(keras.layers.Layer):
         tokens = None if rows is None or columns is None else rows * columns
         return (input_shape[0], tokens, self.hidden_dim)
 
+    def compute_output_spec(self, inputs):
+        # Keras derives shapes only from tensor arguments; a functional model
+        # asked for the output spec of NumPy images passes them through
+        # untouched, so the shape is read here instead.
+        return keras.KerasTensor(
+            self.compute_output_shape(tuple(inputs.shape)), dtype=self.compute_dtype
+        )
+
     def get_config(self):
         config = super().get_config()
         config.update(

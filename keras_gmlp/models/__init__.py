@@ -1,8 +1,9 @@
 """Model families built from keras_gmlp.layers.
 
 The text models (gMLPBackbone, gMLPTokenizer, the masked LM and the text
-classifier with their preprocessors) are keras-hub classes, so they are
-imported on first use: `import keras_gmlp.models` alone does not bring in
+classifier with their preprocessors) and the image models (gMLPImageBackbone,
+MLPMixerBackbone, their ImageClassifier, preprocessor and ImageConverter)
+are keras-hub classes, so they are imported on first use: `import keras_gmlp.models` alone does not bring in
 keras-hub or TensorFlow.
 
 Importing this package (which `import keras_gmlp` does) registers every
@@ -30,10 +31,26 @@ _TEXT_MODELS = (
     "CausalLMPerplexity",
 )
 
+_GMLP_IMAGE_MODELS = (
+    "gMLPImageBackbone",
+    "gMLPImageClassifier",
+    "gMLPImageClassifierPreprocessor",
+    "gMLPImageConverter",
+)
+_MLP_MIXER_MODELS = (
+    "MLPMixerBackbone",
+    "MLPMixerImageClassifier",
+    "MLPMixerImageClassifierPreprocessor",
+    "MLPMixerImageConverter",
+)
 
 # {module: class names}: the public classes of each keras-hub model family,
 # loaded on first use and registered with Keras right away.
-LAZY_CLASSES = {"keras_gmlp.models.gmlp": _TEXT_MODELS}
+LAZY_CLASSES = {
+    "keras_gmlp.models.gmlp": _TEXT_MODELS,
+    "keras_gmlp.models.gmlp_image": _GMLP_IMAGE_MODELS,
+    "keras_gmlp.models.mlp_mixer": _MLP_MIXER_MODELS,
+}
 
 for _module, _names in LAZY_CLASSES.items():
     register_lazily(_module, _names)

@@ -72,8 +72,13 @@ BATCH_SIZE = 64
 
 def make_model():
     model = gMLP(
-        num_blocks=2, hidden_dim=32, intermediate_dim=128, patch_size=2,
-        input_shape=(8, 8, 3), classes=10, name="gmlp_digits",
+        num_blocks=2,
+        hidden_dim=32,
+        intermediate_dim=128,
+        patch_size=2,
+        input_shape=(8, 8, 3),
+        classes=10,
+        name="gmlp_digits",
     )
     model.compile(
         optimizer=keras.optimizers.AdamW(3e-3),

@@ -62,7 +62,14 @@ FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
 EPOCHS = 2 if FAST else 10
 keras.utils.set_random_seed(42)
 
-devices = keras.distribution.list_devices()
+if BACKEND == "jax":
+    devices = keras.distribution.list_devices()
+elif BACKEND == "tensorflow":
+    devices = [device.name for device in tf.config.list_logical_devices("CPU")]
+else:  # PyTorch: Keras' fit uses one device, the first GPU if any
+    import torch
+
+    devices = ["cuda:0" if torch.cuda.is_available() else "cpu"]
 print(f"{len(devices)} devices:", devices)
 
 """

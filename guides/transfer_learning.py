@@ -256,7 +256,8 @@ if FAST:
         best = np.argsort(row)[::-1][:3]
         print([(f"digit {SOURCE_CLASSES[i]}", round(float(row[i]), 3)) for i in best])
 else:
-    photos = keras.ops.image.resize(np.stack(load_sample_images().images), (224, 224))
+    photos = np.stack(load_sample_images().images).astype("float32")
+    photos = keras.ops.image.resize(photos, (224, 224))
     imagenet_model = gMLPS(weights="imagenet")
     probabilities = imagenet_model.predict(photos, verbose=0)
     for name, decoded in zip(

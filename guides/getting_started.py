@@ -81,7 +81,10 @@ as an ordinary feed-forward block and learns how much to mix tokens.
 """
 
 u = keras.ops.convert_to_numpy(tokens)[..., :32]
-print("max |SGU(x) - u| at initialisation:", np.abs(u - np.asarray(gated)).max())
+print(
+    "max |SGU(x) - u| at initialisation:",
+    np.abs(u - keras.ops.convert_to_numpy(gated)).max(),
+)
 
 block = keras_gmlp.layers.gMLPBlock(
     hidden_dim=64, intermediate_dim=256, sequence_length=16

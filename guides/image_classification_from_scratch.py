@@ -147,7 +147,7 @@ digits (4x4 patches on 32x32 CIFAR-10), both see an 8x8 grid of 64 tokens.
 
 PATCH_SIZE = 2 if dataset_name == "digits" else 4
 NUM_BLOCKS = 2 if FAST else 8
-WIDTH = 32 if FAST else 128
+WIDTH = 64 if FAST else 128
 
 
 def make_classifiers():
@@ -189,7 +189,7 @@ over `decay_steps`. AdamW's decoupled weight decay regularises further.
 """
 
 BATCH_SIZE = 64 if dataset_name == "digits" else 128
-EPOCHS = 5 if FAST else 100
+EPOCHS = 6 if FAST else 100
 steps_per_epoch = math.ceil(len(train_images) / BATCH_SIZE)
 warmup_steps = steps_per_epoch * (1 if FAST else 5)
 

@@ -98,6 +98,8 @@ def test_guide_runs_in_fast_mode(guide, tmp_path):
         PYTHONPATH=ROOT,
         MPLBACKEND="Agg",
         TF_CPP_MIN_LOG_LEVEL="2",
+        # The guides' output directories (tempfile.mkdtemp) land in tmp_path.
+        TMPDIR=str(tmp_path),
     )
     # The guide runs in a scratch directory so that nothing lands in the repo.
     result = subprocess.run(
@@ -106,7 +108,7 @@ def test_guide_runs_in_fast_mode(guide, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,  # only against hangs: a guide takes under a minute
     )
     assert (
         result.returncode == 0

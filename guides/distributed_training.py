@@ -2,10 +2,9 @@
 Title: Distributed training with keras-gmlp
 Author: keras-gmlp contributors
 Date created: 2025/01/01
-Last modified: 2025/01/01
-Description: Data- and model-parallel training of gMLP and MLP-Mixer with
-keras.distribution (JAX) and tf.distribute (TensorFlow).
-Accelerator: None (runs on 8 virtual CPU devices); the same code on GPU/TPU
+Last modified: 2026/11/23
+Description: Data- and model-parallel training of gMLP with keras.distribution on JAX and tf.distribute on TensorFlow.
+Accelerator: None (runs on virtual CPU devices); the same code on GPU/TPU
 """
 
 """
@@ -20,40 +19,57 @@ your backend already has:
 | TensorFlow | `tf.distribute.MirroredStrategy`, `TPUStrategy` | not offered (see below) | `MultiWorkerMirroredStrategy`, `TPUStrategy` |
 | PyTorch | your own `DistributedDataParallel` loop | no | `torchrun` |
 
-This guide runs the JAX part for real on 8 *virtual* CPU devices, so it
-finishes on a laptop in under a minute; on a GPU or TPU host, delete the
-`XLA_FLAGS` line and the same code uses the real accelerators.
+With JAX (the default here) this guide runs on 8 *virtual* CPU devices, so
+it finishes on a laptop; on a GPU or TPU host, delete the `XLA_FLAGS` line
+and the same code uses the real accelerators. With
+`KERAS_BACKEND=tensorflow` it runs `MirroredStrategy` on 2 logical CPUs;
+with `KERAS_BACKEND=torch` it trains on one device (see the last section).
 """
 
 """
 ## Setup
 
-XLA fixes the number of CPU devices when JAX starts, so the flag must be
-set before anything imports JAX (here: before `import keras`).
+Devices are fixed when the runtime starts: XLA reads `XLA_FLAGS` when JAX
+is first imported, and TensorFlow's logical devices must be configured
+before it runs anything. Both happen before `import keras`.
 """
 
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-if os.environ["KERAS_BACKEND"] == "jax":
+BACKEND = os.environ["KERAS_BACKEND"]
+if BACKEND == "jax":
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     )
+elif BACKEND == "tensorflow":
+    import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
-
-import keras_gmlp  # noqa: E402
-from keras_gmlp.applications.gmlp import gMLP  # noqa: E402
-
-if keras.backend.backend() != "jax":
-    raise SystemExit(
-        "This guide's runnable part needs KERAS_BACKEND=jax; the TensorFlow "
-        "and PyTorch sections below are explained in text."
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
     )
 
-devices = keras.distribution.list_devices()
+import keras
+import numpy as np
+from sklearn.datasets import load_digits
+
+import keras_gmlp
+from keras_gmlp.applications.gmlp import gMLP
+
+# `KERAS_GMLP_GUIDE_FAST=1` trains for fewer epochs, so CI can run the guide.
+FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
+EPOCHS = 2 if FAST else 10
+keras.utils.set_random_seed(42)
+
+if BACKEND == "jax":
+    devices = keras.distribution.list_devices()
+elif BACKEND == "tensorflow":
+    devices = [device.name for device in tf.config.list_logical_devices("CPU")]
+else:  # PyTorch: Keras' fit uses one device, the first GPU if any
+    import torch
+
+    devices = ["cuda:0" if torch.cuda.is_available() else "cpu"]
 print(f"{len(devices)} devices:", devices)
 
 """
@@ -61,19 +77,27 @@ print(f"{len(devices)} devices:", devices)
 
 scikit-learn's handwritten digits (8x8 pixels, shipped with the library),
 as RGB images in `[0, 255]`, and a small gMLP with 2x2 patches. The global
-batch must be a multiple of the number of data-parallel replicas.
+batch must be a multiple of the number of data-parallel replicas; so are
+the sizes of the training and test sets, so that no batch is partial.
 """
 
 digits = load_digits()
 images = np.repeat(digits.images[..., None] * (255.0 / 16.0), 3, axis=-1)
-images, labels = images[:1024].astype("float32"), digits.target[:1024]
+images, labels = images.astype("float32"), digits.target
+train_images, train_labels = images[:1408], labels[:1408]
+test_images, test_labels = images[1408:1792], labels[1408:1792]
 BATCH_SIZE = 64
 
 
 def make_model():
     model = gMLP(
-        num_blocks=2, hidden_dim=32, intermediate_dim=128, patch_size=2,
-        input_shape=(8, 8, 3), classes=10, name="gmlp_digits",
+        num_blocks=2,
+        hidden_dim=32,
+        intermediate_dim=128,
+        patch_size=2,
+        input_shape=(8, 8, 3),
+        classes=10,
+        name="gmlp_digits",
     )
     model.compile(
         optimizer=keras.optimizers.AdamW(3e-3),
@@ -81,6 +105,17 @@ def make_model():
         metrics=["accuracy"],
     )
     return model
+
+
+def train_and_test(model):
+    model.fit(
+        train_images, train_labels, batch_size=BATCH_SIZE, epochs=EPOCHS, verbose=2
+    )
+    _, accuracy = model.evaluate(
+        test_images, test_labels, batch_size=BATCH_SIZE, verbose=0
+    )
+    print(f"Test accuracy: {accuracy:.3f} (chance: 0.1)")
+    return accuracy
 
 
 """
@@ -92,10 +127,10 @@ inserts. The losses are those of single-device training up to float
 round-off (the test suite checks 3 steps to 1e-5).
 """
 
-data_parallel = keras.distribution.DataParallel(devices=devices)
-with data_parallel.scope():
-    model = make_model()
-    model.fit(images, labels, batch_size=BATCH_SIZE, epochs=1, verbose=2)
+if BACKEND == "jax":
+    data_parallel = keras.distribution.DataParallel(devices=devices)
+    with data_parallel.scope():
+        test_accuracy = train_and_test(make_model())
 
 """
 ## Model parallelism
@@ -119,12 +154,13 @@ returns the rules for every model in the library:
   vocabulary does not divide by 4 or 8).
 """
 
-mesh = keras.distribution.DeviceMesh(
-    shape=(2, 4), axis_names=("batch", "model"), devices=devices
-)
-layout_map = keras_gmlp.distribution.get_layout_map(mesh)
-for pattern, layout in layout_map.items():
-    print(f"{pattern:68s} {layout.axes}")
+if BACKEND == "jax":
+    mesh = keras.distribution.DeviceMesh(
+        shape=(2, 4), axis_names=("batch", "model"), devices=devices
+    )
+    layout_map = keras_gmlp.distribution.get_layout_map(mesh)
+    for pattern, layout in layout_map.items():
+        print(f"{pattern:68s} {layout.axes}")
 
 """
 Use `keras_gmlp.distribution.ModelParallel`, a drop-in for Keras' class.
@@ -133,15 +169,15 @@ variable when it is created and replicates an axis that the mesh does not
 divide, with a warning, instead of failing as Keras' `ModelParallel` does.
 """
 
-model_parallel = keras_gmlp.distribution.ModelParallel(
-    layout_map=layout_map, batch_dim_name="batch"
-)
-with model_parallel.scope():
-    model = make_model()
-    model.fit(images, labels, batch_size=BATCH_SIZE, epochs=1, verbose=2)
-
-for variable in model.weights[4:12]:
-    print(f"{variable.path:45s} {variable.value.sharding.spec}")
+if BACKEND == "jax":
+    model_parallel = keras_gmlp.distribution.ModelParallel(
+        layout_map=layout_map, batch_dim_name="batch"
+    )
+    with model_parallel.scope():
+        model = make_model()
+        test_accuracy = train_and_test(model)
+    for variable in model.weights[4:12]:
+        print(f"{variable.path:45s} {variable.value.sharding.spec}")
 
 """
 The text models work the same way; `gMLPBackbone.get_layout_map` returns
@@ -193,21 +229,28 @@ With `KERAS_BACKEND=tensorflow`, build and compile the model inside a
 strategy's scope; `fit` then splits each batch over the replicas and
 averages the gradients (`tests/distribution/_tf_worker.py` checks that
 `MirroredStrategy` on two logical CPUs reproduces single-device losses).
+Here the two logical CPUs configured in the setup stand in for two GPUs;
+`tf.distribute.MirroredStrategy()` without arguments takes every local GPU.
+
+On TPU, connect first and use `TPUStrategy` the same way:
 
 ```python
-import tensorflow as tf
-
-strategy = tf.distribute.MirroredStrategy()  # all local GPUs
-# On TPU:
-# resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
-# tf.config.experimental_connect_to_cluster(resolver)
-# tf.tpu.experimental.initialize_tpu_system(resolver)
-# strategy = tf.distribute.TPUStrategy(resolver)
-with strategy.scope():
-    model = make_model()
-model.fit(dataset, epochs=10)  # global batch = per-replica batch * replicas
+resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+tf.config.experimental_connect_to_cluster(resolver)
+tf.tpu.experimental.initialize_tpu_system(resolver)
+strategy = tf.distribute.TPUStrategy(resolver)
 ```
+"""
 
+if BACKEND == "tensorflow":
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    print("Replicas in sync:", strategy.num_replicas_in_sync)
+    with strategy.scope():
+        model = make_model()
+    # The batch is global: 32 examples per replica here.
+    test_accuracy = train_and_test(model)
+
+"""
 These strategies are data-parallel (variables mirrored). Keras' own
 `keras.distribution` support for TensorFlow (DTensor) is an experimental
 prototype; for sharded variables, use the JAX backend.
@@ -215,9 +258,12 @@ prototype; for sharded variables, use the JAX backend.
 ## PyTorch
 
 Keras 3 has no `keras.distribution` implementation for the torch backend
-and `fit` runs on one device. A Keras model is a `torch.nn.Module`, so
-data parallelism works with a hand-written training loop under
-`torch.nn.parallel.DistributedDataParallel` launched by `torchrun` (see
-the keras.io guide "Multi-GPU distributed training with PyTorch"); model
-parallelism is not supported there.
+and `fit` runs on one device, as below. A Keras model is a
+`torch.nn.Module`, so data parallelism works with a hand-written training
+loop under `torch.nn.parallel.DistributedDataParallel` launched by
+`torchrun` (see the keras.io guide "Multi-GPU distributed training with
+PyTorch"); model parallelism is not supported there.
 """
+
+if BACKEND == "torch":
+    test_accuracy = train_and_test(make_model())

@@ -439,7 +439,7 @@ def fetch_imagenet_weights(variant):
     if origin is None or sha256 is None:
         if os.path.isfile(target):
             return target
-        return _fetch_release_checkpoint(variant, entry["release"], cache_dir)
+        return _fetch_release_checkpoint(variant, entry["release"], cache_dir, target, repository)
     try:
         return keras.utils.get_file(
             file_name,
@@ -462,7 +462,7 @@ def fetch_imagenet_weights(variant):
         raise _offline_error(variant, origin, target) from error
 
 
-def _fetch_release_checkpoint(variant, origin, cache_dir):
+def _fetch_release_checkpoint(variant, origin, cache_dir, hub_target, repository):
     """Downloads timm's release checkpoint `origin` once and checks its
     sha256 against the 8-hex-digit prefix at the end of its name."""
     file_name = origin.rsplit("/", 1)[-1]
@@ -473,7 +473,13 @@ def _fetch_release_checkpoint(variant, origin, cache_dir):
         )
     except Exception as error:
         target = os.path.join(cache_dir, "models", file_name)
-        raise _offline_error(variant, origin, target) from error
+        raise OSError(
+            f"Could not download the ImageNet weights of {variant} from "
+            f"{origin}. Without network access, download that file elsewhere "
+            f"and save it as {target}, or save the `model.safetensors` of "
+            f"https://huggingface.co/{repository} as {hub_target}; it is then "
+            "loaded offline. Or pass a checkpoint's path as `weights=`."
+        ) from error
     digest = _sha256(path)
     if not digest.startswith(prefix):
         os.remove(path)

@@ -555,7 +555,8 @@ def merge(args):
         if shared(part) != shared(first):
             raise SystemExit(f"--merge: {path} has another configuration, corpus "
                              f"or models than {args.merge[0]}")
-    seeds = [seed for part in parts for seed in part["seeds"]]
+    # The seeds that finished: a stopped process lists seeds it never ran.
+    seeds = [run["seed"] for part in parts for run in next(iter(part["runs"].values()))]
     if len(set(seeds)) != len(seeds):
         raise SystemExit(f"--merge: the files share seeds: {sorted(seeds)}")
     results = dict(first)

@@ -62,7 +62,15 @@ def parse_args(argv=None):
                         help="Keras backend (default: $KERAS_BACKEND, else jax)")
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated subset of bert,gmlp,amlp")
-    parser.add_argument("--seeds", type=positive_int, default=3)
+    parser.add_argument("--seeds", type=positive_int, default=3,
+                        help="how many seeds, counting up from --first-seed")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="lets several processes share the seeds of one "
+                        "comparison (merge their JSON with --merge)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", default=None,
+                        help="train nothing: combine the runs of these "
+                        "mlm_vs_transformer.json files (same configuration, "
+                        "different seeds) into --output-dir")
     parser.add_argument("--steps", type=positive_int, default=1000)
     parser.add_argument("--eval-every", type=positive_int, default=100)
     parser.add_argument("--batch-size", type=positive_int, default=32)
@@ -452,6 +460,7 @@ def summarise(results, args):
             "min_perplexity": min(finals),
             "max_perplexity": max(finals),
             "median_accuracy": statistics.median(accuracies),
+            "last_fifth_gains": gains,
             "max_last_fifth_gain": max(gains),
             "levelled_off": all(gain < 0.02 for gain in gains),
             "seconds_per_run": statistics.median(run["curve"][-1]["seconds"] for run in runs),
@@ -463,8 +472,8 @@ def table(results, args):
     lines = [
         "| model | layers | d_ffn | non-embedding params | embedding params "
         "| held-out perplexity, median [min, max] | masked-token accuracy (median) "
-        "| last-fifth gain (max over seeds) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| last-fifth gain (max over seeds) | levelled off (< 2% in every seed) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in args.models:
         model, row = results["models"][name], results["summary"][name]
@@ -473,7 +482,8 @@ def table(results, args):
             f"| {model['non_embedding_params']:,} | {model['embedding_params']:,} "
             f"| {row['median_perplexity']:.2f} [{row['min_perplexity']:.2f}, "
             f"{row['max_perplexity']:.2f}] | {row['median_accuracy']:.3f} "
-            f"| {100 * row['max_last_fifth_gain']:.2f}% |"
+            f"| {100 * row['max_last_fifth_gain']:.2f}% "
+            f"| {'yes' if row['levelled_off'] else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -525,8 +535,56 @@ def write_outputs(results, args):
     plot(results, args, output_dir / f"{BASENAME}.png")
 
 
+def merge(args):
+    """One comparison from the JSON of processes that ran different seeds
+    of the same configuration."""
+    # Settings that may differ between the processes of one comparison.
+    own = {"seeds", "first_seed", "merge", "backend"}
+    parts = []
+    for path in args.merge:
+        try:
+            parts.append(json.loads(pathlib.Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--merge: cannot read {path}: {error}")
+    first = parts[0]
+    shared = lambda part: (  # noqa: E731
+        {k: v for k, v in part["config"].items() if k not in own},
+        part["backend"], part["corpus"], part["models"],
+    )
+    for path, part in zip(args.merge[1:], parts[1:]):
+        if shared(part) != shared(first):
+            raise SystemExit(f"--merge: {path} has another configuration, corpus "
+                             f"or models than {args.merge[0]}")
+    # The seeds that finished: a stopped process lists seeds it never ran.
+    seeds = [run["seed"] for part in parts for run in next(iter(part["runs"].values()))]
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"--merge: the files share seeds: {sorted(seeds)}")
+    results = dict(first)
+    results["command"] = [part["command"] for part in parts]
+    results["seeds"] = sorted(seeds)
+    # The processes ran side by side: the comparison took the longest one.
+    results["process_seconds"] = [part["seconds"] for part in parts]
+    results["seconds"] = max(results["process_seconds"])
+    results["runs"] = {
+        name: sorted((run for part in parts for run in part["runs"][name]),
+                     key=lambda run: run["seed"])
+        for name in first["runs"]
+    }
+    merged_args = argparse.Namespace(**{**first["config"], "output_dir": args.output_dir})
+    merged_args.models = list(first["runs"])
+    results["config"] = {**first["config"], "seeds": len(seeds), "first_seed": min(seeds)}
+    results["summary"] = summarise(results, merged_args)
+    write_outputs(results, merged_args)
+    print(table(results, merged_args))
+    print(f"{len(seeds)} seeds from {len(parts)} processes, the longest took "
+          f"{results['seconds'] / 60:.1f} min; outputs in {args.output_dir}")
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.merge:
+        merge(args)
+        return
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
     os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -546,7 +604,7 @@ def main(argv=None):
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "backend": keras.backend.backend(),
         "config": {key: value for key, value in vars(args).items() if key != "output_dir"},
-        "seeds": list(range(args.seeds)),
+        "seeds": list(range(args.first_seed, args.first_seed + args.seeds)),
         "corpus": {
             "train_documents": data["train_documents"],
             "heldout_documents": data["heldout_documents"],

@@ -36,12 +36,47 @@ def test_quick_run_writes_matched_results(tmp_path, capsys):
     for name, summary in results["summary"].items():
         # A finite perplexity between 1 and far above the vocabulary size.
         assert 1.0 < summary["median_perplexity"] < 10 * results["corpus"]["vocabulary_size"], name
+        # The levelling-off criterion is reported per model and seed.
+        assert len(summary["last_fifth_gains"]) == len(results["runs"][name]), name
+        assert summary["levelled_off"] == all(g < 0.02 for g in summary["last_fifth_gains"])
     assert (tmp_path / "mlm_vs_transformer.png").read_bytes()[:4] == b"\x89PNG"
     csv = (tmp_path / "mlm_vs_transformer.csv").read_text().splitlines()
     assert len(csv) == 1 + 3 * len(results["runs"]["bert"][0]["curve"])
     assert "| aMLP |" in capsys.readouterr().out
     # Nothing half-written is left behind.
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    _check_merge(tmp_path, results)
+
+
+def _check_merge(tmp_path, results):
+    """--merge joins the seeds of processes run side by side, and refuses
+    files of another configuration or with the same seeds."""
+    other = json.loads(json.dumps(results))
+    other["seeds"] = [7]
+    for runs in other["runs"].values():
+        for run in runs:
+            run["seed"] = 7
+            for point in run["curve"]:
+                point["heldout_perplexity"] *= 2.0
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps(results))
+    second.write_text(json.dumps(other))
+    merged_dir = tmp_path / "merged"
+    module = _benchmark()
+    module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(second)])
+    merged = json.loads((merged_dir / "mlm_vs_transformer.json").read_text())
+    assert merged["seeds"] == [0, 7]
+    for name, summary in merged["summary"].items():
+        finals = [run["curve"][-1]["heldout_perplexity"] for run in merged["runs"][name]]
+        assert summary["min_perplexity"] == min(finals)
+        assert summary["max_perplexity"] == max(finals)
+        assert summary["max_perplexity"] == 2.0 * summary["min_perplexity"]
+    with pytest.raises(SystemExit, match="share seeds"):
+        module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(first)])
+    other["config"]["steps"] += 1
+    second.write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="another configuration"):
+        module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(second)])
 
 
 def test_flags_are_checked_before_keras_is_imported(tmp_path):

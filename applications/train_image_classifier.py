@@ -29,6 +29,7 @@ test labels are withheld (imagenet2012), or on a held-out tenth of "train".
 import math
 import os
 import pathlib
+import re
 import sys
 import time
 
@@ -448,19 +449,26 @@ def model_from_keras_weights(args, path):
     import h5py
 
     shapes = {}
+
+    def record(name, item):
+        # Returns None: h5py stops visiting at the first other value.
+        if isinstance(item, h5py.Dataset):
+            shapes[name] = item.shape
+
     with h5py.File(path, "r") as handle:
-        handle.visititems(
-            lambda name, item: shapes.setdefault(name, item.shape)
-            if isinstance(item, h5py.Dataset) else None
-        )
+        handle.visititems(record)
 
-    def find(suffix):
-        return [shape for name, shape in shapes.items() if name.endswith(suffix)]
+    def find(pattern):
+        # Keras names each saved layer after its class, with a counter
+        # suffix when the session has built others before.
+        return [
+            shape for name, shape in sorted(shapes.items())
+            if re.fullmatch(pattern.replace("#", r"(?:_\d+)?"), name)
+        ]
 
-    stem = find("patch_embedding/projection/vars/0")
-    tokens = [s[-1] for s in find("spatial_gating_unit/vars/1")] + [
-        s[0] for s in find("token_expand_dense/vars/0")
-    ]
+    stem = find(r"layers/patch_embedding#/projection/vars/0")
+    tokens = [s[-1] for s in find(r"layers/g_mlp_block#/spatial_gating_unit#/vars/1")]
+    tokens += [s[0] for s in find(r"layers/mixer_block#/token_expand_dense#/vars/0")]
     if not stem or not tokens:
         raise ValueError(
             "not the weights of a gMLP or MLP-Mixer image classifier (no "
@@ -473,7 +481,8 @@ def model_from_keras_weights(args, path):
             f"the weights cover {tokens[0]} tokens, not a square grid; load "
             "them into a model of their own size and pass a timm state dict"
         )
-    head = shapes.get("layers/dense/vars/0")
+    heads = find(r"layers/dense#/vars/0")
+    head = heads[0] if heads else None
     return build_classifier(
         args,
         input_shape=(side * patch, side * patch, channels),

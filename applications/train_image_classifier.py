@@ -560,56 +560,90 @@ def make_augmentation(args, seed):
     (images, one-hot labels) batches that applies MixUp or CutMix)."""
     import keras
 
+    # Pixels and labels stay float32 under --mixed-precision: the model
+    # casts its inputs itself.
+    float32 = {"dtype": "float32"}
     image_layers = []
     if args.random_resized_crop:
         zoom = (-args.random_resized_crop, 0.0)
         image_layers += [
-            keras.layers.RandomZoom(zoom, zoom, seed=seed),
-            keras.layers.RandomTranslation(0.1, 0.1, seed=seed + 1),
+            keras.layers.RandomZoom(zoom, zoom, seed=seed, **float32),
+            keras.layers.RandomTranslation(0.1, 0.1, seed=seed + 1, **float32),
         ]
     if args.flip:
-        image_layers.append(keras.layers.RandomFlip("horizontal", seed=seed + 2))
+        image_layers.append(keras.layers.RandomFlip("horizontal", seed=seed + 2, **float32))
     if args.randaugment:
         image_layers.append(
             keras.layers.RandAugment(
                 value_range=(0, 255), num_ops=args.randaugment,
-                factor=args.randaugment_magnitude, seed=seed + 3,
+                factor=args.randaugment_magnitude, seed=seed + 3, **float32,
             )
         )
     mixers = []
     if args.mixup:
-        mixers.append(keras.layers.MixUp(alpha=args.mixup, seed=seed + 4))
+        mixers.append(keras.layers.MixUp(alpha=args.mixup, seed=seed + 4, **float32))
     if args.cutmix:
-        mixers.append(keras.layers.CutMix(factor=args.cutmix, seed=seed + 5))
+        mixers.append(keras.layers.CutMix(factor=args.cutmix, seed=seed + 5, **float32))
     return image_layers, mixers
 
 
+def tf_augment(image_layers, mixers):
+    """A tf.data map function of (images, one-hot labels) batches: the image
+    layers, then MixUp or CutMix (each on half the batches when both are on,
+    DeiT's switch)."""
+    import tensorflow as tf
+
+    def mix(layer, images, labels):
+        mixed = layer({"images": images, "labels": labels})
+        return mixed["images"], mixed["labels"]
+
+    def augment(images, labels):
+        for layer in image_layers:
+            images = layer(images, training=True)
+        if len(mixers) == 1:
+            return mix(mixers[0], images, labels)
+        if mixers:
+            return tf.cond(
+                tf.random.uniform(()) < 0.5,
+                lambda: mix(mixers[0], images, labels),
+                lambda: mix(mixers[1], images, labels),
+            )
+        return images, labels
+
+    return augment
+
+
 def make_digits_batches(args, data, image_layers, mixers, classes):
-    import keras
+    """(batches, what to fit on): batches in an order fixed by (seed,
+    epoch); augmented in a tf.data pipeline (graph mode, fast on every
+    backend) when augmentation is on."""
     import numpy as np
 
     from _training import EpochSeededBatches
 
-    class Batches(EpochSeededBatches):
-        def __getitem__(self, index):
-            images, labels = super().__getitem__(index)
-            for layer in image_layers:
-                images = layer(images, training=True)
-            if mixers:
-                # MixUp or CutMix, half the batches each (DeiT's switch).
-                choice = np.random.default_rng(
-                    [self.seed, self.epoch, index]
-                ).integers(len(mixers))
-                mixed = mixers[choice]({"images": images, "labels": labels})
-                images, labels = mixed["images"], mixed["labels"]
-            to_numpy = keras.ops.convert_to_numpy
-            return np.asarray(to_numpy(images)), np.asarray(to_numpy(labels))
-
     images, labels = data["train"]
-    return Batches(
+    batches = EpochSeededBatches(
         images, np.eye(classes, dtype="float32")[labels],
         batch_size=args.batch_size, seed=args.seed,
     )
+    if not (image_layers or mixers):
+        return batches, batches
+    import tensorflow as tf
+
+    def generate():
+        # Called once per epoch, after the epoch callback set the epoch.
+        for index in range(len(batches)):
+            yield batches[index]
+
+    signature = (
+        tf.TensorSpec((None,) + images.shape[1:], "float32"),
+        tf.TensorSpec((None, classes), "float32"),
+    )
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    # Tells fit the epoch length, which a generator does not.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))
+    dataset = dataset.map(tf_augment(image_layers, mixers))
+    return batches, dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def make_tfds_batches(args, data, image_layers, mixers, classes):
@@ -618,21 +652,6 @@ def make_tfds_batches(args, data, image_layers, mixers, classes):
     def one_hot(images, labels):
         return images, tf.one_hot(labels, classes)
 
-    def augment(images, labels):
-        for layer in image_layers:
-            images = layer(images, training=True)
-        if len(mixers) == 1:
-            mixed = mixers[0]({"images": images, "labels": labels})
-            return mixed["images"], mixed["labels"]
-        if mixers:
-            mixed = tf.cond(
-                tf.random.uniform(()) < 0.5,
-                lambda: mixers[0]({"images": images, "labels": labels}),
-                lambda: mixers[1]({"images": images, "labels": labels}),
-            )
-            return mixed["images"], mixed["labels"]
-        return images, labels
-
     train = (
         data["train"]
         .shuffle(min(data["train_size"], 10_000), seed=args.seed)
@@ -640,7 +659,9 @@ def make_tfds_batches(args, data, image_layers, mixers, classes):
         .map(one_hot)
     )
     if image_layers or mixers:
-        train = train.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+        train = train.map(
+            tf_augment(image_layers, mixers), num_parallel_calls=tf.data.AUTOTUNE
+        )
     evaluation = data["evaluation"].batch(args.batch_size).map(one_hot)
     return train.prefetch(tf.data.AUTOTUNE), evaluation.prefetch(tf.data.AUTOTUNE)
 
@@ -823,8 +844,10 @@ def main(argv=None):
     model, start = build_model(parser, args, channels, classes, state)
     image_layers, mixers = make_augmentation(args, args.seed)
     if builder is None:
-        train = make_digits_batches(args, data, image_layers, mixers, classes)
-        steps_per_epoch = len(train)
+        batches, train = make_digits_batches(
+            args, data, image_layers, mixers, classes
+        )
+        steps_per_epoch = len(batches)
         evaluation_images, evaluation_labels = data["evaluation"]
         validation = (evaluation_images, np.eye(classes)[evaluation_labels])
         train_size, evaluation_size = len(data["train"][1]), len(evaluation_labels)
@@ -865,7 +888,7 @@ def main(argv=None):
         output_dir, monitor="val_accuracy", mode="max"
     )
     if builder is None:
-        callbacks.insert(0, train.epoch_callback())
+        callbacks.insert(0, batches.epoch_callback())
     model.fit(
         train,
         validation_data=validation,

@@ -286,3 +286,33 @@ def test_keras_weights_of_same_classes_keep_the_head(tmp_path):
         loaded["stem.proj.weight"], state["stem.proj.weight"], rtol=1e-6
     )
     assert loaded["blocks.0.mlp_channels.gate.proj.weight"].shape == (64, 64)
+
+
+def test_paper_recipe_sets_the_paper_values_and_flags_win(tmp_path):
+    _, args = program.parse_args(
+        ["--recipe", "paper", "--model", "gmlp_s16", "--epochs", "3",
+         "--output-dir", str(tmp_path)]
+    )
+    assert args.epochs == 3  # given on the command line
+    assert (args.dataset, args.image_size, args.batch_size) == ("imagenet2012", 224, 4096)
+    assert (args.learning_rate, args.warmup_steps, args.weight_decay) == (1e-3, 10_000, 0.05)
+    assert (args.label_smoothing, args.mixup, args.cutmix) == (0.1, 0.8, 1.0)
+    assert args.randaugment == 2 and args.flip and args.clip_norm == 1.0
+    assert args.drop_path_rate == 0.05  # survival probability 0.95 for gMLP-S
+    _, args = program.parse_args(
+        ["--recipe", "paper", "--model", "gmlp_b16", "--drop-path-rate", "0.1",
+         "--output-dir", str(tmp_path)]
+    )
+    assert args.drop_path_rate == 0.1
+
+
+def test_distribute_is_checked_before_training(tmp_path):
+    if keras.backend.backend() == "jax":
+        # One CPU device: a mesh of 3 model shards cannot be made.
+        args, flag = ["--distribute", "model", "--model-shards", "3"], "--model-shards"
+    else:
+        args, flag = ["--distribute", "data"], "--distribute"
+    result = run_program(PROGRAM, "--fast", *args, "--output-dir", tmp_path, timeout=300)
+    assert result.returncode == 2, describe(result)
+    assert flag in result.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "history.csv").exists()

@@ -298,6 +298,8 @@ def parse_args(argv=None):
             )
     if args.model_shards is not None and args.distribute != "model":
         parser.error("--model-shards needs --distribute model")
+    if args.data_dir is not None:
+        args.data_dir = os.path.expanduser(args.data_dir)
     args.output_dir = str(prepare_output_dir(parser, args.output_dir))
     return parser, args
 

@@ -539,7 +539,7 @@ def build_model(parser, args, channels, classes, state):
         classes, name="predictions",
         dtype="float32" if args.mixed_precision else None,
     )
-    model = keras.Model(body.inputs, head(body.outputs[0]), name=body.name)
+    model = keras.Model(body.input, head(body.output), name=body.name)
     if state is None:
         return model, "random initialisation"
     same_head = state.get("head.weight", None) is not None and tuple(

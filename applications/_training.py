@@ -1,0 +1,256 @@
+"""The Keras side every program shares: resumable fit, the files a run
+leaves in its output directory, and its summary.
+
+A run's directory holds:
+- `backup/`: Keras' BackupAndRestore state while training, deleted at the end;
+- `history.csv`: one row per completed epoch, kept across resumed runs;
+- `best.keras` (or a best preset) and `final.keras`: the best and last models;
+- `training_curves.png`: every metric against the epoch;
+- `summary.json`: metrics, parameter count, time, backend and flags.
+Every file is written to a temporary name and renamed into place.
+"""
+
+import csv
+import io
+import json
+import math
+import pathlib
+import sys
+import time
+
+import keras
+import numpy as np
+
+from _program import atomic_path
+from _program import write_text
+
+
+def fit_verbose():
+    """Progress bars on a terminal; one line per epoch in a log file."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+class EpochHistory(keras.callbacks.Callback):
+    """Keeps `history.csv` with one row per completed epoch.
+
+    Unlike Keras' CSVLogger it rewrites the file atomically, and a resumed run
+    keeps the rows of the epochs that finished before the interruption, so
+    the file and the plots always cover the whole run.
+    """
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = pathlib.Path(path)
+        self.rows = {}
+
+    def on_train_begin(self, logs=None):
+        self.rows = {}
+        if self.path.exists():
+            with open(self.path, newline="", encoding="utf-8") as handle:
+                for row in csv.DictReader(handle):
+                    epoch = int(row.pop("epoch"))
+                    self.rows[epoch] = {k: float(v) for k, v in row.items() if v}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.rows[epoch] = {k: float(v) for k, v in (logs or {}).items()}
+        # Rows past this epoch belong to an earlier, longer run.
+        self.rows = {e: r for e, r in self.rows.items() if e <= epoch}
+        self.write()
+
+    def write(self):
+        names = sorted({name for row in self.rows.values() for name in row})
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["epoch"] + names)
+        for epoch in sorted(self.rows):
+            row = self.rows[epoch]
+            writer.writerow([epoch] + [repr(row[n]) if n in row else "" for n in names])
+        write_text(self.path, buffer.getvalue())
+
+    def metric(self, name):
+        """The values of `name`, epoch by epoch."""
+        return [self.rows[e][name] for e in sorted(self.rows) if name in self.rows[e]]
+
+
+class BestModelSaver(keras.callbacks.Callback):
+    """Saves the model whenever `monitor` improves, atomically.
+
+    `save` is called with a path to write: `model.save` by default, or a
+    task's `save_to_preset` for keras-hub models. The best value so far comes
+    from `history`, so a resumed run does not overwrite a better model from
+    before the interruption.
+    """
+
+    def __init__(self, path, history, monitor="val_loss", mode="min", save=None):
+        super().__init__()
+        if mode not in ("min", "max"):
+            raise ValueError(f"`mode` must be 'min' or 'max'. Received: mode={mode}")
+        self.path = pathlib.Path(path)
+        self.history = history
+        self.monitor = monitor
+        self.mode = mode
+        self.save = save
+
+    def is_better(self, value, best):
+        return value < best if self.mode == "min" else value > best
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is None or math.isnan(value):
+            return
+        earlier = [
+            row[self.monitor]
+            for e, row in self.history.rows.items()
+            if e < epoch and self.monitor in row
+        ]
+        if all(self.is_better(value, best) for best in earlier) or not (
+            self.path.exists()
+        ):
+            save_model(self.model, self.path, self.save)
+
+
+def save_model(model, path, save=None):
+    """Writes `model` to `path` (a `.keras` file, or a directory for a
+    preset) so that no reader sees a half-written one."""
+    path = pathlib.Path(path)
+    if save is None:
+        with atomic_path(path) as temporary:
+            model.save(temporary)
+        return
+    # A preset is a directory: build it beside the target, then swap it in.
+    import shutil
+    import tempfile
+
+    staging = pathlib.Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}-"))
+    try:
+        save(str(staging))
+        old = path.with_name(f".{path.name}-old")
+        if path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            path.rename(old)
+        staging.rename(path)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def resumable_callbacks(
+    output_dir, monitor="val_loss", mode="min", save=None, best_name="best.keras"
+):
+    """The epoch history, the best-model saver and BackupAndRestore, for
+    `model.fit`. Returns (callbacks, history)."""
+    output_dir = pathlib.Path(output_dir)
+    history = EpochHistory(output_dir / "history.csv")
+    # The backup goes last: an epoch counts as done only once its history
+    # row and best model are on disk.
+    callbacks = [
+        history,
+        BestModelSaver(output_dir / best_name, history, monitor, mode, save),
+        keras.callbacks.BackupAndRestore(str(output_dir / "backup")),
+    ]
+    return callbacks, history
+
+
+class EpochSeededBatches(keras.utils.PyDataset):
+    """Batches of in-memory arrays, shuffled in an order that depends only
+    on (seed, epoch).
+
+    A run resumed at epoch k then sees the same batches as an uninterrupted
+    run does at epoch k, which a shuffle driven by a global random state
+    cannot promise. `x` and `y` are arrays or (nested) dicts/tuples of
+    arrays with the same first dimension.
+    """
+
+    def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True):
+        super().__init__()
+        self.x, self.y = x, y
+        self.batch_size = batch_size
+        self.seed = seed
+        self.shuffle = shuffle
+        self.size = len(keras.tree.flatten(x)[0])
+        self.epoch = 0
+
+    def __len__(self):
+        return math.ceil(self.size / self.batch_size)
+
+    def order(self):
+        if not self.shuffle:
+            return np.arange(self.size)
+        return np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
+
+    def __getitem__(self, index):
+        rows = self.order()[index * self.batch_size : (index + 1) * self.batch_size]
+        take = lambda array: np.asarray(array)[rows]
+        x = keras.tree.map_structure(take, self.x)
+        if self.y is None:
+            return (x,)
+        return x, keras.tree.map_structure(take, self.y)
+
+    def epoch_callback(self):
+        """A callback that tells this dataset which epoch is starting."""
+        dataset = self
+
+        class SetEpoch(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                dataset.epoch = epoch
+
+        return SetEpoch()
+
+
+def plot_history(history, path, title):
+    """Draws every metric in `history` (train and validation together)
+    against the epoch, one panel each, into a PNG written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({n for row in history.rows.values() for n in row})
+    bases = [n for n in names if not n.startswith("val_") and n != "learning_rate"]
+    bases += [n[4:] for n in names if n.startswith("val_") and n[4:] not in names]
+    if not bases:
+        return
+    epochs = sorted(history.rows)
+    figure, axes = plt.subplots(
+        1, len(bases), figsize=(4.5 * len(bases), 3.5), squeeze=False
+    )
+    for axis, base in zip(axes[0], bases):
+        for name, label in ((base, "train"), (f"val_{base}", "validation")):
+            points = [
+                (e + 1, history.rows[e][name])
+                for e in epochs
+                if name in history.rows[e]
+            ]
+            if points:
+                axis.plot(*zip(*points), marker="o", label=label)
+        axis.set_xlabel("epoch")
+        axis.set_title(base)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.suptitle(title)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def save_figure(figure, path):
+    """Saves a matplotlib figure as a PNG, atomically, and closes it."""
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=110)
+    plt.close(figure)
+
+
+def write_summary(path, args, started, **fields):
+    """Writes the run's JSON summary: the given metrics and facts, plus the
+    backend, versions, wall time and every flag."""
+    summary = {
+        "backend": keras.backend.backend(),
+        "keras_version": keras.__version__,
+        "seconds": round(time.time() - started, 1),
+        **fields,
+        "flags": vars(args),
+    }
+    text = json.dumps(summary, indent=2, default=str, sort_keys=False) + "\n"
+    write_text(path, text)
+    return summary

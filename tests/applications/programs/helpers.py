@@ -1,0 +1,102 @@
+"""Running the programs in applications/ the way a user does: in a subprocess.
+
+Every helper runs the program with the backend of the test session
+(`keras.backend.backend()`), this checkout's `keras_gmlp` first on the
+path, and unbuffered output, and returns what the program printed.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+APPLICATIONS = ROOT / "applications"
+
+# Runs a program under tensorflow-datasets' mock data: fake examples of the
+# dataset's real features, no files and no network. argv[1] is the script.
+_MOCK_TFDS = """
+import os, runpy, sys
+import tensorflow_datasets as tfds
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+with tfds.testing.mock_data(num_examples={num_examples}):
+    runpy.run_path(script, run_name="__main__")
+"""
+
+
+def program_path(name):
+    """The path of `applications/<name>` (`.py` may be omitted)."""
+    name = name if name.endswith(".py") else f"{name}.py"
+    return APPLICATIONS / name
+
+
+def program_env(**overrides):
+    """The environment the programs run in: the session's backend, this
+    checkout importable, no progress-bar buffering."""
+    env = dict(os.environ)
+    env["KERAS_BACKEND"] = keras.backend.backend()
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p]
+    )
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update({key: str(value) for key, value in overrides.items()})
+    return env
+
+
+def program_command(name, args, mock_tfds_examples=None):
+    script = str(program_path(name))
+    args = [str(arg) for arg in args]
+    if mock_tfds_examples is None:
+        return [sys.executable, script] + args
+    code = _MOCK_TFDS.format(num_examples=int(mock_tfds_examples))
+    return [sys.executable, "-c", code, script] + args
+
+
+def run_program(name, *args, timeout=600, mock_tfds_examples=None, env=None):
+    """Runs `applications/<name>` with `args` to completion.
+
+    Args:
+        name: the program's file name, e.g. "train_image_classifier".
+        *args: its command-line arguments.
+        timeout: seconds before the run counts as hung (raises
+            `subprocess.TimeoutExpired`).
+        mock_tfds_examples: if given, run under
+            `tfds.testing.mock_data(num_examples=...)`.
+        env: extra environment variables.
+
+    Returns:
+        The `subprocess.CompletedProcess`, with text `stdout` and `stderr`.
+    """
+    return subprocess.run(
+        program_command(name, args, mock_tfds_examples),
+        cwd=ROOT,
+        env=program_env(**(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_program(name, *args, env=None):
+    """Starts `applications/<name>` without waiting (to interrupt it);
+    stdout and stderr are pipes of text."""
+    return subprocess.Popen(
+        program_command(name, args),
+        cwd=ROOT,
+        env=program_env(**(env or {})),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def describe(result):
+    """The output of a finished run, for assertion messages."""
+    return (
+        f"exit status {result.returncode}\n--- stdout ---\n{result.stdout[-3000:]}"
+        f"\n--- stderr ---\n{result.stderr[-3000:]}"
+    )

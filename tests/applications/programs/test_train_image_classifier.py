@@ -1,0 +1,319 @@
+"""applications/train_image_classifier.py, run as a user runs it.
+
+Cost: about five program runs in subprocesses (a --fast run, an interrupted
+run and its resumption, a tensorflow-datasets run on mock data) plus a few
+runs that stop at a flag error before Keras is imported, and in-process
+checks of the --weights path on tiny models.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+import keras_gmlp  # noqa: F401  (registers the layers for load_model)
+from keras_gmlp.applications import timm_state_dict
+from keras_gmlp.applications.gmlp import gMLP
+from tests.applications.programs.helpers import APPLICATIONS
+from tests.applications.programs.helpers import describe
+from tests.applications.programs.helpers import run_program
+from tests.applications.programs.helpers import start_program
+
+sys.path.insert(0, str(APPLICATIONS))
+import train_image_classifier as program  # noqa: E402
+
+PROGRAM = "train_image_classifier"
+OUTPUTS = (
+    "best.keras",
+    "final.keras",
+    "history.csv",
+    "training_curves.png",
+    "confusion_matrix.png",
+    "spatial_weights.png",
+    "summary.json",
+)
+
+
+def read_summary(directory):
+    with open(directory / "summary.json", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def read_history(directory):
+    lines = (directory / "history.csv").read_text().strip().splitlines()
+    header = lines[0].split(",")
+    return [dict(zip(header, map(float, line.split(",")))) for line in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def fast_run(tmp_path_factory):
+    """The default in --fast mode, 2 epochs: the uninterrupted reference of
+    the resume test too."""
+    output_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = run_program(PROGRAM, "--fast", "--epochs", 2, "--output-dir", output_dir)
+    assert result.returncode == 0, describe(result)
+    return output_dir, result
+
+
+def test_help_shows_every_default():
+    result = run_program(PROGRAM, "--help", timeout=60)
+    assert result.returncode == 0, describe(result)
+    text = " ".join(result.stdout.split())  # undo argparse's line wrapping
+    assert "(default: gmlp)" in text
+    assert "(default: outputs/train_image_classifier)" in text
+    assert "(default: digits)" in text
+    assert "--weights" in text and "--recipe" in text
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--model", "resnet50"], "--model"),
+        (["--image-size", "18"], "--image-size"),
+        (["--model", "gmlp_s16", "--image-size", "200"], "--image-size"),
+        (["--epochs", "0"], "--epochs"),
+        (["--weights", "no/such/file.safetensors"], "--weights"),
+        (["--weights", "imagenet"], "--weights"),
+        (["--model", "gmlp_s16", "--depth", "3"], "--depth"),
+        (["--dataset", "no_such_dataset_name"], "--dataset"),
+    ],
+)
+def test_flag_errors_before_any_work(tmp_path, args, flag):
+    output_dir = tmp_path / "never_created"
+    result = run_program(PROGRAM, *args, "--output-dir", output_dir, timeout=120)
+    assert result.returncode == 2, describe(result)
+    message = result.stderr.strip().splitlines()[-1]
+    assert flag in message, describe(result)
+    assert "Traceback" not in result.stderr
+    if flag != "--dataset":
+        # Checked before the output directory is made.
+        assert not output_dir.exists()
+    else:
+        assert not any(output_dir.iterdir())
+
+
+def test_unusable_output_dir(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for output_dir in (blocker, blocker / "below"):
+        result = run_program(PROGRAM, "--output-dir", output_dir, timeout=60)
+        assert result.returncode == 2, describe(result)
+        assert "--output-dir" in result.stderr.strip().splitlines()[-1]
+
+
+def test_fast_default_writes_every_output(fast_run):
+    import matplotlib.pyplot as plt
+
+    output_dir, result = fast_run
+    names = sorted(os.listdir(output_dir))
+    # No temporary files and no backup are left behind.
+    assert names == sorted(OUTPUTS), names
+    summary = read_summary(output_dir)
+    assert summary["backend"] == keras.backend.backend()
+    assert summary["model"] == "gmlp"
+    assert summary["dataset"] == "digits"
+    assert summary["evaluation_split"] == "digits[80%:]"
+    assert summary["train_images"] == 160 and summary["evaluation_images"] == 40
+    assert summary["epochs_completed"] == 2
+    assert summary["flags"]["fast"] is True
+    assert summary["seconds"] > 0
+    assert 0.0 <= summary["test_accuracy"] <= 1.0
+    history = read_history(output_dir)
+    assert [row["epoch"] for row in history] == [0.0, 1.0]
+    assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(history[0])
+    assert summary["test_loss"] == pytest.approx(history[-1]["val_loss"], rel=1e-5)
+    for name in ("training_curves.png", "confusion_matrix.png", "spatial_weights.png"):
+        pixels = plt.imread(output_dir / name)
+        assert pixels.ndim == 3 and min(pixels.shape[:2]) > 100, name
+        assert pixels.std() > 0.01, f"{name} is blank"
+
+    # The saved final model reproduces the reported test accuracy on the
+    # evaluation split, rebuilt here from scikit-learn's data.
+    model = keras.saving.load_model(output_dir / "final.keras")
+    data = program.load_digits(16, fast=True)
+    images, labels = data["evaluation"]
+    predictions = np.argmax(model.predict(images, verbose=0), axis=-1)
+    assert np.mean(predictions == labels) == pytest.approx(summary["test_accuracy"])
+    assert model.count_params() == summary["parameters"]
+    assert zipfile.is_zipfile(output_dir / "best.keras")
+
+
+def test_tfds_dataset_on_mock_data(tmp_path):
+    result = run_program(
+        PROGRAM, "--fast", "--dataset", "mnist", "--data-dir", tmp_path / "tfds",
+        "--batch-size", 32, "--output-dir", tmp_path / "out",
+        mock_tfds_examples=96,
+    )
+    assert result.returncode == 0, describe(result)
+    summary = read_summary(tmp_path / "out")
+    assert summary["dataset"] == "mnist"
+    assert summary["train_split"] == "train"
+    assert summary["evaluation_split"] == "test"
+    assert summary["classes"] == 10
+    assert summary["train_images"] == 64 and summary["evaluation_images"] == 32
+    assert (tmp_path / "out" / "confusion_matrix.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "name, splits, expected",
+    [
+        ("imagenet2012", {"train": 1, "validation": 1, "test": 1}, ("train", "validation")),
+        ("imagenet2012", {}, ("train", "validation")),
+        ("cifar10", {"train": 1, "test": 1}, ("train", "test")),
+        ("mnist", {}, ("train", "test")),
+        ("oxford_flowers102", {"train": 1, "validation": 1, "test": 1}, ("train", "test")),
+        ("some_images", {"train": 1, "validation": 1}, ("train", "validation")),
+        ("some_images", {"train": 1}, ("train[:90%]", "train[90%:]")),
+    ],
+)
+def test_evaluation_split_rule(name, splits, expected):
+    assert program.choose_splits(name, splits) == expected
+
+
+def test_interrupt_then_resume_matches_uninterrupted(tmp_path, fast_run):
+    reference_dir, _ = fast_run
+    output_dir = tmp_path / "interrupted"
+    args = ("--fast", "--epochs", 2, "--output-dir", output_dir)
+    process = start_program(PROGRAM, *args)
+    history = output_dir / "history.csv"
+    deadline = time.time() + 600
+    try:
+        while time.time() < deadline and process.poll() is None:
+            if history.exists() and len(history.read_text().splitlines()) >= 2:
+                process.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.02)
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 130, f"{process.returncode}\n{stdout}\n{stderr}"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    interrupted = [line for line in stderr.splitlines() if "Interrupted" in line]
+    assert len(interrupted) == 1 and "--output-dir" in interrupted[0], stderr
+    assert len(read_history(output_dir)) == 1
+    assert not (output_dir / "final.keras").exists()
+
+    result = run_program(PROGRAM, *args)
+    assert result.returncode == 0, describe(result)
+    resumed, reference = read_summary(output_dir), read_summary(reference_dir)
+    # Same data order (seeded by epoch), same restored weights, optimizer
+    # and random state: the runs do the same float32 arithmetic, so they
+    # agree to round-off (1e-6 allows for a reordered reduction).
+    for key in ("test_loss", "test_accuracy", "best_val_accuracy"):
+        assert resumed[key] == pytest.approx(reference[key], abs=1e-6), key
+    for row, reference_row in zip(read_history(output_dir), read_history(reference_dir)):
+        assert row == pytest.approx(reference_row, abs=1e-6)
+    final = keras.saving.load_model(output_dir / "final.keras")
+    expected = keras.saving.load_model(reference_dir / "final.keras")
+    for mine, theirs in zip(final.weights, expected.weights):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs),
+            atol=1e-6, err_msg=mine.path,
+        )
+
+
+def _source_model(classes):
+    """A 3-channel gMLP at 16x16 (16 tokens) with perturbed weights."""
+    model = gMLP(
+        num_blocks=1, hidden_dim=16, intermediate_dim=96, patch_size=4,
+        input_shape=(16, 16, 3), classes=classes, classifier_activation=None,
+    )
+    rng = np.random.default_rng(0)
+    for variable in model.weights:
+        variable.assign(rng.normal(size=variable.shape).astype("float32"))
+    return model
+
+
+def _build(tmp_path, weights, classes=10):
+    args = [
+        "--model", "gmlp", "--depth", "1", "--width", "16", "--ffn-ratio", "6",
+        "--patch-size", "4", "--image-size", "32", "--weights", weights,
+        "--output-dir", tmp_path / "out",
+    ]
+    parser, parsed = program.parse_args([str(arg) for arg in args])
+    state = program.read_start_weights(parser, parsed)
+    channels = int(state["stem.proj.weight"].shape[1])
+    return program.build_model(parser, parsed, channels, classes, state)
+
+
+def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):
+    from safetensors.numpy import save_file
+
+    source = _source_model(classes=5)
+    # safetensors writes the raw buffer of a transposed view: contiguous
+    # copies (timm_state_dict returns views).
+    state = {k: np.ascontiguousarray(v) for k, v in timm_state_dict(source).items()}
+    path = tmp_path / "source.safetensors"
+    save_file(state, str(path))
+    model, start = _build(tmp_path, path, classes=10)
+    assert start == "body loaded, new head"
+    assert model.input_shape == (None, 32, 32, 3)
+    assert model.output_shape == (None, 10)
+    loaded = timm_state_dict(model)
+    np.testing.assert_array_equal(loaded["stem.proj.weight"], state["stem.proj.weight"])
+    np.testing.assert_allclose(
+        loaded["blocks.0.mlp_channels.fc1.weight"],
+        state["blocks.0.mlp_channels.fc1.weight"], rtol=1e-6,
+    )
+    # 4x4 -> 8x8 tokens: the library's resampling, as a builder given the
+    # same checkpoint does it.
+    reference = gMLP(
+        num_blocks=1, hidden_dim=16, intermediate_dim=96, patch_size=4,
+        input_shape=(32, 32, 3), include_top=False, weights=str(path),
+    )
+    np.testing.assert_allclose(
+        loaded["blocks.0.mlp_channels.gate.proj.weight"],
+        timm_state_dict(reference)["blocks.0.mlp_channels.gate.proj.weight"],
+        rtol=1e-6,
+    )
+    assert loaded["head.weight"].shape == (10, 16)
+
+
+def test_keras_weights_of_same_classes_keep_the_head(tmp_path):
+    source = _source_model(classes=10)
+    path = tmp_path / "source.weights.h5"
+    source.save_weights(str(path))
+    model, start = _build(tmp_path, path, classes=10)
+    assert start == "all weights loaded, head kept"
+    loaded, state = timm_state_dict(model), timm_state_dict(source)
+    np.testing.assert_allclose(loaded["head.weight"], state["head.weight"], rtol=1e-6)
+    np.testing.assert_allclose(
+        loaded["stem.proj.weight"], state["stem.proj.weight"], rtol=1e-6
+    )
+    assert loaded["blocks.0.mlp_channels.gate.proj.weight"].shape == (64, 64)
+
+
+def test_paper_recipe_sets_the_paper_values_and_flags_win(tmp_path):
+    _, args = program.parse_args(
+        ["--recipe", "paper", "--model", "gmlp_s16", "--epochs", "3",
+         "--output-dir", str(tmp_path)]
+    )
+    assert args.epochs == 3  # given on the command line
+    assert (args.dataset, args.image_size, args.batch_size) == ("imagenet2012", 224, 4096)
+    assert (args.learning_rate, args.warmup_steps, args.weight_decay) == (1e-3, 10_000, 0.05)
+    assert (args.label_smoothing, args.mixup, args.cutmix) == (0.1, 0.8, 1.0)
+    assert args.randaugment == 2 and args.flip and args.clip_norm == 1.0
+    assert args.drop_path_rate == 0.05  # survival probability 0.95 for gMLP-S
+    _, args = program.parse_args(
+        ["--recipe", "paper", "--model", "gmlp_b16", "--drop-path-rate", "0.1",
+         "--output-dir", str(tmp_path)]
+    )
+    assert args.drop_path_rate == 0.1
+
+
+def test_distribute_is_checked_before_training(tmp_path):
+    if keras.backend.backend() == "jax":
+        # One CPU device: a mesh of 3 model shards cannot be made.
+        args, flag = ["--distribute", "model", "--model-shards", "3"], "--model-shards"
+    else:
+        args, flag = ["--distribute", "data"], "--distribute"
+    result = run_program(PROGRAM, "--fast", *args, "--output-dir", tmp_path, timeout=300)
+    assert result.returncode == 2, describe(result)
+    assert flag in result.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "history.csv").exists()

@@ -1,20 +1,22 @@
 """Checks on the module-level results of guides 4, 5 and 7 in fast mode.
 
-Merged into tests/test_guides.py: {guide file: {variable: predicate}}. Each
-predicate compares a trained result with a baseline the guide computes
-itself (chance, majority class, unigram model) or with a tolerance.
+Merged into tests/test_guides.py: {guide file: {variable: predicate}}. The
+guides compute each trained result's margin over a baseline they measure
+themselves (majority class, most frequent token, unigram model, uncached
+decoding) or its distance to a reference, so the predicates need only the
+one value.
 """
 
 EXPECTATIONS_B = {
     "masked_language_modeling.py": {
-        # Masked-token accuracy beats always guessing the most frequent token.
-        "gmlp_masked_accuracy": lambda v, g: v > g["majority_token_accuracy"],
-        "amlp_masked_accuracy": lambda v, g: v > g["majority_token_accuracy"],
-        # Held-out perplexity beats the context-free unigram model.
-        "gmlp_perplexity": lambda v, g: v < g["unigram_perplexity"],
-        "amlp_perplexity": lambda v, g: v < g["unigram_perplexity"],
-        # Fine-tuned classifiers beat their majority class.
-        "sentence_accuracy": lambda v, g: v > g["sentence_majority"] + 0.1,
-        "pair_accuracy": lambda v, g: v > g["pair_majority"] + 0.05,
+        # Masked-token accuracy above always guessing the most frequent token.
+        "gmlp_accuracy_over_majority": lambda v: v > 0.01,
+        "amlp_accuracy_over_majority": lambda v: v > 0.01,
+        # Held-out perplexity below the context-free unigram model's.
+        "gmlp_perplexity_below_unigram": lambda v: v > 0,
+        "amlp_perplexity_below_unigram": lambda v: v > 0,
+        # Fine-tuned classifiers above their majority class.
+        "sentence_accuracy_over_majority": lambda v: v > 0.1,
+        "pair_accuracy_over_majority": lambda v: v > 0.05,
     },
 }

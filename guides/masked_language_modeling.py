@@ -33,7 +33,6 @@ without it the guide trains for longer, at larger sizes.
 import os
 import re
 import tempfile
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
@@ -57,42 +56,34 @@ keras.utils.set_random_seed(42)
 """
 ## The corpus
 
-`pydoc_data.topics` maps 79 topic names ("assignment", "formatstrings",
-"typesseq", ...) to about 465,000 characters of documentation. We drop the
-reStructuredText underlines (`*****`, `-----`), hold out 10% of the
-*documents* (not of the sentences: sentences of one document share rare
-words, and we want perplexity on text the model has not seen) and cut every
-document into chunks of 24 words.
+`pydoc_data.topics` maps 79 topic names to 465,000 characters of
+documentation. We drop the reStructuredText underlines, hold out 8 whole
+*documents* (perplexity on unseen text) and cut the text into 24-word chunks.
 """
 
 
-def clean(text):
-    return re.sub(r"[-*=~^]{3,}", " ", text)
-
-
 def chunks(text, words_per_chunk):
-    words = clean(text).split()
+    words = re.sub(r"[-*=~^]{3,}", " ", text).split()
     starts = range(0, max(1, len(words) - words_per_chunk // 2), words_per_chunk)
     return [" ".join(words[i : i + words_per_chunk]) for i in starts]
 
 
 names = sorted(topics.topics)
 heldout_names = sorted(np.random.default_rng(0).choice(names, 8, replace=False))
-train_names = [name for name in names if name not in heldout_names]
-train_chunks = [c for n in train_names for c in chunks(topics.topics[n], 24)]
+train_chunks = [
+    c for n in names if n not in heldout_names for c in chunks(topics.topics[n], 24)
+]
 heldout_chunks = [c for n in heldout_names for c in chunks(topics.topics[n], 24)]
 print(f"{len(train_chunks)} train chunks, {len(heldout_chunks)} held-out chunks")
 
 """
 ## Training the tokenizer
 
-`gMLPTokenizer.from_corpus()` runs keras-hub's WordPiece trainer (the one
-BERT's vocabulary comes from) and returns a tokenizer whose vocabulary
-starts with BERT's special tokens `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and
-`[MASK]`. It reads a `tf.data.Dataset` of strings or, faster, a list of
-text files. The trainer keeps only word pieces seen at least 10 times, so
-on a small corpus it can return fewer tokens than asked for, with a
-warning that says why. (Fast mode trains it on an eighth of the text.)
+`gMLPTokenizer.from_corpus()` runs keras-hub's WordPiece trainer on a
+`tf.data.Dataset` of strings or (faster) text files, with BERT's special
+tokens first. It keeps word pieces seen at least 10 times, so a small corpus
+can give fewer tokens than asked for, with a warning saying why. (Fast mode
+trains it on an eighth of the text.)
 """
 
 workdir = tempfile.mkdtemp()
@@ -111,11 +102,10 @@ print([tokenizer.id_to_token(int(i)) for i in np.asarray(tokenizer(example))])
 ## Masking
 
 `gMLPMaskedLMPreprocessor` packs each chunk as `[CLS] tokens [SEP]` and
-selects 15% of the tokens to predict; of those, 80% become `[MASK]`, 10% a
-random token and 10% stay. Mapped over a `tf.data` pipeline it draws new
-masks for every batch; here we mask the training set a few times up front
-(BERT's "duplication factor"), which is cheaper on a CPU, and the held-out
-set once, so that every model is scored on the same masked tokens.
+selects 15% of the tokens to predict (80% become `[MASK]`, 10% a random
+token, 10% stay). Mapped over `tf.data` it draws new masks per batch; here
+we mask the training set a few times up front (cheaper on a CPU) and the
+held-out set once, so every model is scored on the same masked tokens.
 """
 
 preprocessor = models.gMLPMaskedLMPreprocessor(
@@ -132,10 +122,9 @@ train_x, train_y, train_weight = mask(train_chunks * (2 if FAST else 4))
 heldout_x, heldout_y, heldout_weight = mask(heldout_chunks)
 
 """
-Two baselines tell us what "learned something" means. A model that ignores
-the context and predicts every masked token from its frequency in the
-training text reaches the *unigram* perplexity; always guessing the most
-frequent token gives the *majority-token* accuracy.
+Baselines: predicting each masked token from its training frequency,
+ignoring the context, gives the *unigram* perplexity; always guessing the
+most frequent token gives the *majority-token* accuracy.
 """
 
 train_ids = train_x["token_ids"].copy()  # Put the masked tokens back.
@@ -154,13 +143,12 @@ print(
 """
 ## Pretraining gMLP and aMLP
 
-Both encoders share every setting; aMLP adds a single-head attention of
-size 16 to each block (`attention_dim`). Held-out perplexity comes from
-`keras_gmlp.models.MaskedLMPerplexity`: `exp` of the mean cross-entropy
-over the *real* masked tokens. (The loss Keras reports divides by all mask
-slots, padded ones included, so `exp(loss)` is not a perplexity.)
-`MaskedLMAccuracy` likewise counts only real masked tokens. Both go in
-`weighted_metrics`, so they receive the preprocessor's sample weights.
+Both encoders share every setting; aMLP adds a size-16 single-head
+attention to each block (`attention_dim`). `MaskedLMPerplexity` is `exp` of
+the mean cross-entropy over the *real* masked tokens (Keras' loss also
+divides by padded mask slots, so `exp(loss)` is not a perplexity), and
+`MaskedLMAccuracy` also counts real masked tokens only. Both go in
+`weighted_metrics`, so they get the preprocessor's sample weights.
 """
 
 
@@ -185,7 +173,6 @@ def pretrain(attention_dim):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         weighted_metrics=[models.MaskedLMAccuracy(), models.MaskedLMPerplexity()],
     )
-    start = time.perf_counter()
     masked_lm.fit(
         train_x,
         train_y,
@@ -197,36 +184,26 @@ def pretrain(attention_dim):
     scores = masked_lm.evaluate(
         heldout_x, heldout_y, sample_weight=heldout_weight, verbose=0, return_dict=True
     )
-    scores["seconds"] = time.perf_counter() - start
-    scores["parameters"] = backbone.count_params()
+    print(f"{backbone.count_params():,} parameters:", scores)
     return masked_lm, scores
 
 
 results = {"gMLP": pretrain(None), "aMLP": pretrain(16)}
-print(f"{'':5} {'params':>8} {'perplexity':>10} {'accuracy':>8} {'seconds':>7}")
-for name, (_, s) in results.items():
-    print(
-        f"{name:5} {s['parameters']:>8,} {s['masked_lm_perplexity']:>10.1f} "
-        f"{s['masked_lm_accuracy']:>8.3f} {s['seconds']:>7.1f}"
-    )
 gmlp_perplexity = float(results["gMLP"][1]["masked_lm_perplexity"])
 gmlp_masked_accuracy = float(results["gMLP"][1]["masked_lm_accuracy"])
 amlp_perplexity = float(results["aMLP"][1]["masked_lm_perplexity"])
 amlp_masked_accuracy = float(results["aMLP"][1]["masked_lm_accuracy"])
 
 """
-Both models end well below the unigram perplexity and above the
-majority-token accuracy: they use the context, not only word frequencies.
-Which of the two wins at this tiny scale varies with the seed; the paper's
-gap in aMLP's favour (Table 4) opens with more data and steps, and on
-tasks that compare two sentences.
+Both models beat the unigram perplexity and the majority-token accuracy:
+they use the context. Which one wins at this tiny scale varies with the
+seed; the paper's gap in aMLP's favour (Table 4) needs more data and steps.
 
 ## Saving the encoder as a preset
 
-keras-hub tasks save to a *preset* directory: the backbone's config and
-weights, the tokenizer's vocabulary, the preprocessor and the task. We
-pretrained without a preprocessor attached (the data was masked up front),
-so we attach it now and save the model with the lower perplexity.
+A keras-hub *preset* directory holds the backbone, tokenizer, preprocessor
+and task. We pretrained on pre-masked data without a preprocessor, so we
+attach it now and save the model with the lower perplexity.
 """
 
 best = min(results, key=lambda name: results[name][1]["masked_lm_perplexity"])
@@ -239,12 +216,11 @@ print(f"Saved {best} to {preset_dir}:", sorted(os.listdir(preset_dir)))
 """
 ## Fine-tuning on single sentences
 
-A classification task with real labels: given 16 words, which of four
-reference pages do they come from (compound statements, format strings,
-sequence types or special method names)? `gMLPTextClassifier.from_preset()`
-loads the pretrained encoder and the tokenizer, and adds a fresh dense
-head on the backbone's pooled output. We take the same number of chunks
-from each page, so the majority class is a quarter of the test set.
+A task with real labels: which of four reference pages (compound
+statements, format strings, sequence types, special method names) do 16
+words come from? `gMLPTextClassifier.from_preset()` loads the pretrained
+encoder and tokenizer and adds a fresh head on the pooled output. Pages
+are balanced, so the majority class is about a quarter of the test set.
 """
 
 pages = ["compound", "formatstrings", "typesseq", "specialnames"]
@@ -253,10 +229,8 @@ rng = np.random.default_rng(1)
 page_chunks = [rng.permutation(chunks(topics.topics[p], 16))[:per_page] for p in pages]
 
 
-def split(items, labels, test_fraction=0.25):
-    order = rng.permutation(len(labels))
-    test = order[: int(test_fraction * len(labels))]
-    train = order[len(test) :]
+def split(items, labels):
+    test, train = np.split(rng.permutation(len(labels)), [len(labels) // 4])
     return (items[train], labels[train]), (items[test], labels[test])
 
 
@@ -285,13 +259,11 @@ classifier, sentence_accuracy, sentence_majority = fine_tune(len(pages), train, 
 """
 ## Fine-tuning on sentence pairs
 
-Sentence pairs are packed as `[CLS] first [SEP] second [SEP]`, with segment
-id 0 for the first text and 1 for the second. Pass them as a tuple
-`x=(first, second)` of equal-length arrays. The task: one of the two texts
-comes from the page on special method names, the other from one of the
-three other pages; which one is it, the first (label 0) or the second
-(label 1)? Neither text alone answers that: the encoder has to read both
-and tell them apart by their segment.
+Pairs are packed as `[CLS] first [SEP] second [SEP]` with segment ids 0
+and 1; pass them as a tuple `x=(first, second)` of equal-length arrays. The
+task: one text comes from the special-method-names page, the other from
+another page; is it the first (label 0) or the second (label 1)? Neither
+text alone answers that: the encoder must read both and their segments.
 """
 
 
@@ -314,9 +286,7 @@ pair_train = make_pairs(train_pools, num_pairs)
 pair_test = make_pairs(test_pools, num_pairs // 3)
 _, pair_accuracy, pair_majority = fine_tune(2, pair_train, pair_test)
 """
-## Results
-
-Each result against its baseline; the test suite checks these margins.
+## Results: every margin over its baseline (the test suite checks them)
 """
 
 gmlp_accuracy_over_majority = gmlp_masked_accuracy - majority_token_accuracy
@@ -325,15 +295,6 @@ gmlp_perplexity_below_unigram = unigram_perplexity - gmlp_perplexity
 amlp_perplexity_below_unigram = unigram_perplexity - amlp_perplexity
 sentence_accuracy_over_majority = sentence_accuracy - sentence_majority
 pair_accuracy_over_majority = pair_accuracy - pair_majority
-print(
-    f"Masked-token accuracy over the majority token: gMLP "
-    f"{gmlp_accuracy_over_majority:+.3f}, aMLP {amlp_accuracy_over_majority:+.3f}"
-)
-print(
-    f"Perplexity below unigram: gMLP {gmlp_perplexity_below_unigram:+.1f}, "
-    f"aMLP {amlp_perplexity_below_unigram:+.1f}"
-)
-print(
-    f"Accuracy over the majority class: sentences "
-    f"{sentence_accuracy_over_majority:+.3f}, pairs {pair_accuracy_over_majority:+.3f}"
-)
+print(f"{gmlp_accuracy_over_majority=:.3f}, {amlp_accuracy_over_majority=:.3f}")
+print(f"{gmlp_perplexity_below_unigram=:.1f}, {amlp_perplexity_below_unigram=:.1f}")
+print(f"{sentence_accuracy_over_majority=:.3f}, {pair_accuracy_over_majority=:.3f}")

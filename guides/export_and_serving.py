@@ -1,0 +1,212 @@
+"""
+Title: Saving, switching backends and exporting gMLP models
+Author: keras-gmlp contributors
+Date created: 2026/11/23
+Last modified: 2026/11/23
+Description: Save a gMLP model on one backend, load it on another, and export it to SavedModel, ONNX and LiteRT for serving.
+Accelerator: None
+"""
+
+"""
+## Introduction
+
+A `.keras` file holds a model's config and weights, not backend code, so a
+model trained with JAX loads under PyTorch or TensorFlow. For serving
+without Keras, `model.export()` writes a TensorFlow SavedModel, an ONNX
+file or a LiteRT (TFLite) flatbuffer. This guide does both, runs every
+artifact with its own runtime, and checks that its outputs match the Keras
+model's to 1e-4.
+
+Which export formats work depends on the backend the model lives in:
+
+| Backend | `tf_saved_model` | `onnx` | `litert` |
+| --- | --- | --- | --- |
+| TensorFlow | yes | yes (tf2onnx) | yes |
+| JAX | writes, but TensorFlow cannot run it (the exact GELU's `erf`) | needs `jax2onnx` | refused by Keras |
+| PyTorch | fails in Keras' `torch.export` bridge | fails on the tied embedding | needs `litert-torch` |
+
+So the recipe on every backend is: save the `.keras` file, load it under
+the TensorFlow backend, and export from there. On the TensorFlow backend
+that happens in this process; on JAX and PyTorch, in a subprocess (a Keras
+process has one backend). `KERAS_GMLP_GUIDE_FAST=1` uses a smaller model.
+"""
+
+"""
+## Setup
+"""
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
+
+import keras
+import numpy as np
+from sklearn.datasets import load_digits
+
+from keras_gmlp.applications.gmlp import gMLP
+
+FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
+BACKEND = keras.config.backend()
+workdir = tempfile.mkdtemp()
+keras.utils.set_random_seed(0)
+
+"""
+## A model to serve
+
+A small gMLP classifier for scikit-learn's 8x8 handwritten digits, trained
+for a moment: the digits as RGB images in `[0, 255]` (the model scales
+them itself).
+"""
+
+digits = load_digits()
+images = np.repeat(digits.images[..., None] * (255.0 / 16.0), 3, axis=-1)
+images = images.astype("float32")
+model = gMLP(
+    num_blocks=2,
+    hidden_dim=32 if FAST else 64,
+    intermediate_dim=64 if FAST else 256,
+    patch_size=2,
+    input_shape=(8, 8, 3),
+    classes=10,
+    name="gmlp_digits",
+)
+model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(images, digits.target, batch_size=64, epochs=1 if FAST else 10, verbose=2)
+x = images[:8]
+expected = keras.ops.convert_to_numpy(model(x))
+
+"""
+## Save on one backend, load on another
+
+`model.save()` writes the `.keras` file. A second Python process with
+another `KERAS_BACKEND` loads it after `import keras_gmlp` (which registers
+the library's layers with Keras) and runs the same images.
+"""
+
+model_path = os.path.join(workdir, "gmlp_digits.keras")
+model.save(model_path)
+np.save(os.path.join(workdir, "x.npy"), x)
+LOAD_AND_PREDICT = """
+import sys, keras, numpy as np
+import keras_gmlp
+model = keras.saving.load_model(sys.argv[1])
+np.save(sys.argv[3], keras.ops.convert_to_numpy(model(np.load(sys.argv[2]))))
+"""
+other_backend = {"tensorflow": "jax", "jax": "tensorflow", "torch": "jax"}[BACKEND]
+other_path = os.path.join(workdir, "other.npy")
+subprocess.run(
+    [
+        sys.executable,
+        "-c",
+        LOAD_AND_PREDICT,
+        model_path,
+        workdir + "/x.npy",
+        other_path,
+    ],
+    env=dict(os.environ, KERAS_BACKEND=other_backend),
+    check=True,
+)
+cross_backend_max_abs_diff = float(np.abs(np.load(other_path) - expected).max())
+print(
+    f"Saved on {BACKEND}, loaded on {other_backend}: "
+    f"max |difference| {cross_backend_max_abs_diff:.2e}"
+)
+
+"""
+## Export and run the artifacts
+
+`model.export(path, format=...)` traces the model's forward pass. Each
+artifact is then run without Keras: the SavedModel with
+`tf.saved_model.load`, the ONNX file with `onnxruntime`, the LiteRT file
+with TensorFlow's interpreter (its batch size is fixed at 1, so it runs one
+image at a time). The input signature leaves the batch size free.
+"""
+
+
+def run_artifact(export_format, path, x):
+    if export_format == "tf_saved_model":
+        import tensorflow as tf
+
+        artifact = tf.saved_model.load(path)  # keeps its variables alive
+        return np.asarray(artifact.serve(x))
+    if export_format == "onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(path)
+        return session.run(None, {session.get_inputs()[0].name: x})[0]
+    import tensorflow as tf
+
+    runner = tf.lite.Interpreter(model_path=path).get_signature_runner()
+    (input_name,) = runner.get_input_details()
+    rows = [runner(**{input_name: x[i : i + 1]}) for i in range(len(x))]
+    return np.concatenate([next(iter(row.values())) for row in rows])
+
+
+def export_and_run(model, x, expected, directory):
+    """Exports to every format; returns {format: max |artifact - Keras|}."""
+    suffixes = {"tf_saved_model": "", "onnx": ".onnx", "litert": ".tflite"}
+    signature = [keras.InputSpec(shape=(None,) + x.shape[1:], dtype="float32")]
+    diffs = {}
+    for export_format, suffix in suffixes.items():
+        path = os.path.join(directory, "gmlp_digits" + suffix)
+        model.export(
+            path, format=export_format, input_signature=signature, verbose=False
+        )
+        diffs[export_format] = float(
+            np.abs(run_artifact(export_format, path, x) - expected).max()
+        )
+    return diffs
+
+
+"""
+On TensorFlow we call it here. On JAX and PyTorch we run the same two
+functions in a TensorFlow-backend subprocess on the `.keras` file we saved.
+"""
+
+if BACKEND == "tensorflow":
+    export_diffs = export_and_run(model, x, expected, workdir)
+else:
+    np.save(os.path.join(workdir, "expected.npy"), expected)
+    worker = "\n".join(
+        [
+            "import json, os, sys, keras, numpy as np",
+            "import keras_gmlp",
+            inspect.getsource(run_artifact),
+            inspect.getsource(export_and_run),
+            "d = sys.argv[1]",
+            "model = keras.saving.load_model(os.path.join(d, 'gmlp_digits.keras'))",
+            "x, e = np.load(d + '/x.npy'), np.load(d + '/expected.npy')",
+            "print(json.dumps(export_and_run(model, x, e, d)))",
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", worker, workdir],
+        env=dict(os.environ, KERAS_BACKEND="tensorflow"),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    export_diffs = json.loads(result.stdout.strip().splitlines()[-1])
+for export_format, diff in export_diffs.items():
+    print(f"{export_format:15} max |artifact - Keras on {BACKEND}| = {diff:.2e}")
+export_max_abs_diff = max(export_diffs.values())
+num_export_formats = len(export_diffs)
+
+"""
+Every artifact agrees with the Keras model to float32 round-off. Serve the
+SavedModel with TensorFlow Serving, the ONNX file with any ONNX runtime,
+and the `.tflite` file on mobile and edge devices.
+
+## Text models
+
+The text models export the same way; their spatial projections are built
+for `max_sequence_length` tokens, so give the signature that fixed length
+(`keras.InputSpec(shape=(None, max_sequence_length))` for each of
+`token_ids`, `segment_ids` and `padding_mask`) and pad the inputs to it:
+padding does not change the outputs of the real tokens.
+"""

@@ -221,7 +221,9 @@ def tfds_builder(name, data_dir):
     try:
         builder = tfds.builder(name, data_dir=data_dir)
     except Exception as error:  # tfds raises several kinds for bad names
-        raise ValueError(f"unknown tensorflow-datasets name {name!r}: {error}") from None
+        # The first line says why; the rest lists every dataset tfds has.
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"unknown tensorflow-datasets name {name!r}: {reason}") from None
     return builder
 
 

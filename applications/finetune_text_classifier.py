@@ -96,8 +96,9 @@ def parse_args(argv=None):
 
 
 def offline_task(args):
-    """(train, test): each a dict with "texts" (tuple of one list) and
-    "labels", and the class names."""
+    """(train, test, class names, split name): train and test are dicts
+    with "texts" (a tuple of one list), "labels" and the module "files"
+    they come from."""
     import numpy as np
 
     import _text_data as text_data
@@ -117,19 +118,24 @@ def offline_task(args):
                 for docstring in text_data.module_docstrings(name)
                 for paragraph in text_data.paragraphs(docstring)
             ]
-            split[part].append((label, texts))
+            split[part].append((label, texts, names))
     data = {}
     for part, classes in split.items():
         # Equal counts per class, drawn at random but fixed.
-        size = min(len(texts) for _, texts in classes)
+        size = min(len(texts) for _, texts, _ in classes)
         if args.fast:
             size = min(size, FAST_EXAMPLES[part])
-        texts, labels = [], []
-        for label, class_texts in classes:
+        texts, labels, files = [], [], []
+        for label, class_texts, names in classes:
             chosen = sorted(rng.choice(len(class_texts), size=size, replace=False))
             texts += [class_texts[i] for i in chosen]
             labels += [label] * size
-        data[part] = {"texts": (texts,), "labels": np.array(labels, dtype="int32")}
+            files += names
+        data[part] = {
+            "texts": (texts,),
+            "labels": np.array(labels, dtype="int32"),
+            "files": files,
+        }
     return data["train"], data["test"], list(PACKAGES), "test"
 
 

@@ -80,7 +80,7 @@ def parse_args(argv=None):
                         f"(default {SMALL_DEFAULTS['attention_dim']})")
     parser.add_argument("--sequence-length", type=positive_int, default=64,
                         help="tokens per window, [CLS] and [SEP] included")
-    parser.add_argument("--vocabulary-size", type=positive_int, default=2000,
+    parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
                         help="WordPiece vocabulary size to train (a small corpus may give fewer)")
     parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
     parser.add_argument("--learning-rate", type=float, default=1e-3,

@@ -65,7 +65,7 @@ def parse_args(argv=None):
                         help="aMLP's tiny attention size")
     parser.add_argument("--sequence-length", type=positive_int, default=64,
                         help="tokens per training window and most tokens generated")
-    parser.add_argument("--vocabulary-size", type=positive_int, default=2000,
+    parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
                         help="WordPiece vocabulary size to train (a small corpus may give fewer)")
     parser.add_argument("--corpus", choices=CORPORA, default="reference",
                         help="the Python reference, or the standard library's docstrings")

@@ -110,14 +110,27 @@ def offline_task(args):
             name for name in text_data.stdlib_module_files(package)
             if text_data.module_docstrings(name)
         ]
-        train_files, test_files = text_data.split_names(files, args.test_fraction)
-        for part, names in (("train", train_files), ("test", test_files)):
-            texts = [
+        texts_of = {
+            name: [
                 paragraph
-                for name in names
                 for docstring in text_data.module_docstrings(name)
                 for paragraph in text_data.paragraphs(docstring)
             ]
+            for name in files
+        }
+        # Whole files go to the test set, in a fixed random order, until it
+        # holds --test-fraction of the package's paragraphs.
+        order = [files[i] for i in rng.permutation(len(files))]
+        total = sum(len(texts) for texts in texts_of.values())
+        test_files, count = [], 0
+        for name in order[:-1]:
+            if count >= args.test_fraction * total:
+                break
+            test_files.append(name)
+            count += len(texts_of[name])
+        train_files = [name for name in files if name not in test_files]
+        for part, names in (("train", train_files), ("test", sorted(test_files))):
+            texts = [text for name in names for text in texts_of[name]]
             split[part].append((label, texts, names))
     data = {}
     for part, classes in split.items():

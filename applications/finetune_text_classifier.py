@@ -310,6 +310,9 @@ def main(argv=None):
         epochs=args.epochs,
         validation_data=(test_x, test["labels"]),
         callbacks=callbacks + [batches.epoch_callback()],
+        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
+        # their order draws from the global random state.
+        shuffle=False,
         verbose=fit_verbose(),
     )
     save_model(classifier, args.output_dir / "final_preset", classifier.save_to_preset)

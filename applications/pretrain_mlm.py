@@ -329,6 +329,9 @@ def main(argv=None):
         epochs=args.epochs,
         validation_data=(heldout_x, heldout_y),
         callbacks=callbacks + [batches.epoch_callback()],
+        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
+        # their order draws from the global random state.
+        shuffle=False,
         verbose=fit_verbose(),
     )
     save_model(model, output_dir / "final_preset", model.save_to_preset)

@@ -341,6 +341,9 @@ def main(argv=None):
         epochs=args.epochs,
         validation_data=(heldout_x, heldout_y),
         callbacks=callbacks + [batches.epoch_callback()],
+        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
+        # their order draws from the global random state.
+        shuffle=False,
         verbose=fit_verbose(),
     )
     save_model(causal_lm, output_dir / "final_preset", causal_lm.save_to_preset)

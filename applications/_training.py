@@ -146,9 +146,48 @@ def resumable_callbacks(
     callbacks = [
         history,
         BestModelSaver(output_dir / best_name, history, monitor, mode, save),
+        SeedStateBackup(output_dir / "backup"),
         keras.callbacks.BackupAndRestore(str(output_dir / "backup")),
     ]
     return callbacks, history
+
+
+class SeedStateBackup(keras.callbacks.Callback):
+    """Keeps the layers' random seed states (dropout, stochastic depth)
+    with BackupAndRestore's backup, which holds the weights and the
+    optimizer but not these: without them a resumed run draws other
+    dropout masks than an uninterrupted one. Goes just before
+    BackupAndRestore, whose backup folder (and this file with it) is
+    removed when training ends; states saved for an epoch whose backup
+    was not completed are not restored."""
+
+    def __init__(self, backup_dir):
+        super().__init__()
+        self.path = pathlib.Path(backup_dir) / "seed_states.npz"
+        self.metadata_path = pathlib.Path(backup_dir) / "training_metadata.json"
+
+    def states(self):
+        return [v for v in self.model.variables if v.path.endswith("seed_generator_state")]
+
+    def on_train_begin(self, logs=None):
+        if not (self.path.exists() and self.metadata_path.exists()):
+            return
+        saved = np.load(self.path)
+        restored_epoch = json.loads(self.metadata_path.read_text())["epoch"]
+        states = self.states()
+        # Only states saved with the restored weights, for the same layers.
+        if int(saved["epoch"]) == restored_epoch and len(states) == len(saved.files) - 1:
+            for index, variable in enumerate(states):
+                variable.assign(saved[f"state_{index}"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {
+            f"state_{index}": keras.ops.convert_to_numpy(variable)
+            for index, variable in enumerate(self.states())
+        }
+        with atomic_path(self.path) as temporary:
+            np.savez(temporary, epoch=epoch + 1, **arrays)
 
 
 class EpochSeededBatches(keras.utils.PyDataset):

@@ -1,0 +1,378 @@
+"""Pretrains a gMLP or aMLP masked language model and saves it as a preset.
+
+The default corpus is the Python Language Reference that ships with every
+CPython (`pydoc_data.topics`), split by document (topic) into train and
+held-out sets. A WordPiece vocabulary is trained on the train documents;
+the documents are cut into windows of --sequence-length tokens, and each
+epoch masks them afresh with BERT's 15% (80% [MASK], 10% random, 10% kept),
+drawn from (--seed, epoch, batch) so a resumed run sees the same masks as
+an uninterrupted one. The held-out documents are masked once, the same for
+every run, and score the model: masked-token accuracy and perplexity over
+the real masked tokens only (padded mask slots do not count).
+
+--model gmlp / amlp build a small encoder (--num-layers, --hidden-dim,
+--intermediate-dim, --attention-dim); gmlp_base, gmlp_large, amlp_base and
+amlp_large build the paper's configurations (keras_gmlp.applications).
+--dataset takes a tensorflow-datasets text corpus prepared under
+--data-dir (e.g. wikipedia/20230601.en, c4, imdb_reviews); its "text"
+feature is used, or --text-feature.
+
+Outputs in --output-dir: best_preset/ (lowest held-out perplexity) and
+final_preset/ (keras-hub presets with the tokenizer; fine-tune them with
+applications/finetune_text_classifier.py), history.csv,
+training_curves.png, heldout_accuracy_by_frequency.png and summary.json.
+
+    python applications/pretrain_mlm.py                 # a few minutes on a CPU
+    python applications/pretrain_mlm.py --model amlp --epochs 20
+"""
+
+import sys
+import time
+
+from _program import make_parser
+from _program import positive_int
+from _program import prepare_output_dir
+from _program import run
+from _program import unit_float
+from _text_flags import flag_given
+
+SMALL_MODELS = ("gmlp", "amlp")
+PAPER_MODELS = {
+    "gmlp_base": "gMLPBase",
+    "gmlp_large": "gMLPLarge",
+    "amlp_base": "aMLPBase",
+    "amlp_large": "aMLPLarge",
+}
+MODELS = SMALL_MODELS + tuple(PAPER_MODELS)
+SMALL_DEFAULTS = {
+    "num_layers": 4,
+    "hidden_dim": 128,
+    "intermediate_dim": 512,
+    "attention_dim": 32,
+}
+FAST = {
+    "num_layers": 1,
+    "hidden_dim": 32,
+    "intermediate_dim": 64,
+    "attention_dim": 8,
+    "sequence_length": 32,
+    "vocabulary_size": 300,
+    "documents": 12,
+}
+# The held-out masks are the same for every run and seed, so runs compare.
+HELDOUT_MASK_SEED = 12345
+
+
+def parse_args(argv=None):
+    parser = make_parser(__doc__, "outputs/pretrain_mlm")
+    parser.set_defaults(epochs=6, batch_size=32)
+    parser.add_argument("--model", choices=MODELS, default="gmlp",
+                        help="a small gMLP/aMLP, or one of the paper's configurations")
+    parser.add_argument("--num-layers", type=positive_int,
+                        help=f"blocks of a small model (default {SMALL_DEFAULTS['num_layers']})")
+    parser.add_argument("--hidden-dim", type=positive_int,
+                        help=f"d_model of a small model (default {SMALL_DEFAULTS['hidden_dim']})")
+    parser.add_argument("--intermediate-dim", type=positive_int,
+                        help="d_ffn of a small model, even "
+                        f"(default {SMALL_DEFAULTS['intermediate_dim']})")
+    parser.add_argument("--attention-dim", type=positive_int,
+                        help="tiny attention size of a small aMLP "
+                        f"(default {SMALL_DEFAULTS['attention_dim']})")
+    parser.add_argument("--sequence-length", type=positive_int, default=64,
+                        help="tokens per window, [CLS] and [SEP] included")
+    parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
+                        help="WordPiece vocabulary size to train (a small corpus may give fewer)")
+    parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
+    parser.add_argument("--learning-rate", type=float, default=1e-3,
+                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
+    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    parser.add_argument("--heldout-fraction", type=unit_float, default=0.1,
+                        help="share of documents held out (when the corpus has no validation split)")
+    parser.add_argument("--dataset",
+                        help="a tensorflow-datasets text corpus instead of the Python reference")
+    parser.add_argument("--data-dir", help="where tensorflow-datasets keeps prepared datasets")
+    parser.add_argument("--text-feature",
+                        help="the --dataset feature holding the text (default: 'text', "
+                        "or its only text feature)")
+    parser.add_argument("--max-documents", type=positive_int, default=50000,
+                        help="most --dataset documents read per split")
+    args = parser.parse_args(argv)
+
+    paper = args.model in PAPER_MODELS
+    for name in SMALL_DEFAULTS:
+        value = getattr(args, name)
+        if paper and value is not None:
+            parser.error(
+                f"--{name.replace('_', '-')} sets the size of a small model; "
+                f"--model {args.model} has the paper's fixed configuration"
+            )
+        if value is None:
+            setattr(args, name, FAST[name] if args.fast else SMALL_DEFAULTS[name])
+    if args.intermediate_dim % 2:
+        parser.error(f"--intermediate-dim must be even; received {args.intermediate_dim}")
+    if args.model != "amlp":
+        args.attention_dim = None
+    if args.fast:
+        args.sequence_length = min(args.sequence_length, FAST["sequence_length"])
+        args.vocabulary_size = min(args.vocabulary_size, FAST["vocabulary_size"])
+        if not flag_given(argv, "--epochs"):
+            args.epochs = 1
+    if args.sequence_length < 8:
+        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
+    if args.vocabulary_size < 50:
+        parser.error(f"--vocabulary-size must be at least 50; received {args.vocabulary_size}")
+    if args.heldout_fraction == 0:
+        parser.error("--heldout-fraction must be above 0: the held-out text scores the model")
+    if (args.data_dir or args.text_feature) and not args.dataset:
+        parser.error("--data-dir and --text-feature need --dataset")
+    args.output_dir = prepare_output_dir(parser, args.output_dir)
+    return parser, args
+
+
+def load_documents(parser, args):
+    """({name: text} to train on, {name: text} held out)."""
+    import _text_data as text_data
+
+    if args.dataset is None:
+        documents = text_data.reference_documents()
+        if args.fast:
+            names = sorted(documents)[: FAST["documents"]]
+            documents = {name: documents[name] for name in names}
+        train, heldout = text_data.split_names(documents, args.heldout_fraction)
+        return (
+            {name: documents[name] for name in train},
+            {name: documents[name] for name in heldout},
+        )
+    try:
+        builder = text_data.tfds_builder(args.dataset, args.data_dir)
+    except ValueError as error:
+        parser.error(f"--dataset: {error}")
+    features = text_data.text_features(builder)
+    feature = args.text_feature or ("text" if "text" in features else None)
+    if feature is None and len(features) == 1:
+        feature = features[0]
+    if feature not in features:
+        parser.error(
+            f"--dataset {args.dataset} has the text features {features}; "
+            f"pick one with --text-feature (received {feature!r})"
+        )
+    splits = set(builder.info.splits)
+    limit = FAST["documents"] if args.fast else args.max_documents
+    try:
+        train = text_data.load_tfds_columns(builder, "train", [feature], limit)[feature]
+        heldout_split = next((s for s in ("validation", "test") if s in splits), None)
+        if heldout_split:
+            heldout = text_data.load_tfds_columns(builder, heldout_split, [feature], limit)[feature]
+    except Exception as error:  # tfds' errors for unprepared data vary
+        parser.error(
+            f"--dataset {args.dataset} could not be read from --data-dir "
+            f"{args.data_dir}: {error}"
+        )
+    train = {f"train:{i}": text for i, text in enumerate(train)}
+    if not heldout_split:
+        train_names, heldout_names = text_data.split_names(train, args.heldout_fraction)
+        return (
+            {name: train[name] for name in train_names},
+            {name: train[name] for name in heldout_names},
+        )
+    return train, {f"{heldout_split}:{i}": text for i, text in enumerate(heldout)}
+
+
+def build_masked_lm(args, vocabulary_size):
+    import keras_gmlp
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPMaskedLM
+
+    if args.model in PAPER_MODELS:
+        builder = getattr(keras_gmlp.applications, PAPER_MODELS[args.model])
+        return builder(
+            vocabulary_size=vocabulary_size,
+            sequence_length=args.sequence_length,
+            dropout=args.dropout,
+        )
+    backbone = gMLPBackbone(
+        vocabulary_size=vocabulary_size,
+        num_layers=args.num_layers,
+        hidden_dim=args.hidden_dim,
+        intermediate_dim=args.intermediate_dim,
+        max_sequence_length=args.sequence_length,
+        attention_dim=args.attention_dim,
+        dropout=args.dropout,
+    )
+    return gMLPMaskedLM(backbone)
+
+
+def unigram_perplexity(train_ids, labels, vocabulary_size):
+    """Perplexity of guessing each held-out masked token from its train
+    frequency alone (add-one smoothed): what ignoring context scores."""
+    import numpy as np
+
+    from _text_data import FIRST_WORD_ID
+
+    counts = np.bincount(train_ids.ravel(), minlength=vocabulary_size)[:vocabulary_size]
+    counts[:FIRST_WORD_ID] = 0
+    probabilities = (counts + 1) / (counts + 1).sum()
+    real = labels[labels > 0]
+    return float(np.exp(-np.log(probabilities[real]).mean())), counts
+
+
+def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
+    """Held-out masked-token accuracy for rare to frequent tokens: a
+    masked LM first learns the frequent ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from _training import save_figure
+
+    logits = model.predict(heldout_x, batch_size=256, verbose=0)
+    real = labels > 0
+    correct = (np.argmax(logits, axis=-1) == labels)[real]
+    frequency = counts[labels[real]]
+    edges = np.unique(np.quantile(frequency, np.linspace(0, 1, 6)))
+    bins = np.clip(np.searchsorted(edges, frequency, side="right") - 1, 0, len(edges) - 2)
+    accuracy = [correct[bins == b].mean() if (bins == b).any() else 0.0 for b in range(len(edges) - 1)]
+    names = [f"{int(edges[b])}-{int(edges[b + 1])}" for b in range(len(edges) - 1)]
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.bar(names, accuracy, color="tab:blue")
+    axis.set_xlabel("train occurrences of the masked token")
+    axis.set_ylabel("held-out accuracy")
+    axis.set_title("Masked-token accuracy by token frequency")
+    axis.set_ylim(0, 1)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    started = time.time()
+    import keras
+    import numpy as np
+
+    import _text_data as text_data
+    from _training import fit_verbose
+    from _training import plot_history
+    from _training import resumable_callbacks
+    from _training import save_model
+    from _training import write_summary
+    from keras_gmlp.models import MaskedLMAccuracy
+    from keras_gmlp.models import MaskedLMPerplexity
+    from keras_gmlp.models import gMLPMaskedLMPreprocessor
+
+    output_dir = args.output_dir
+    train_documents, heldout_documents = load_documents(parser, args)
+    tokenizer = text_data.train_tokenizer(
+        list(train_documents.values()), args.vocabulary_size
+    )
+    vocabulary_size = tokenizer.vocabulary_size()
+    start_id, end_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    mask_id = tokenizer.token_to_id("[MASK]")
+
+    def windows(documents):
+        tokens = text_data.tokenize(tokenizer, list(documents.values()))
+        return text_data.pack_windows(tokens, args.sequence_length, start_id, end_id)
+
+    train_ids, heldout_ids = windows(train_documents), windows(heldout_documents)
+    if len(train_ids) == 0 or len(heldout_ids) == 0:
+        raise SystemExit("The corpus gave no train or no held-out windows: use more text.")
+    num_slots = text_data.mask_slots(args.sequence_length)
+    heldout_x, heldout_y = text_data.mask_tokens(
+        heldout_ids, np.random.default_rng(HELDOUT_MASK_SEED), num_slots, mask_id,
+        vocabulary_size,
+    )
+    unigram, counts = unigram_perplexity(train_ids, heldout_y, vocabulary_size)
+    print(
+        f"Corpus: {len(train_documents)} train and {len(heldout_documents)} held-out "
+        f"documents, {len(train_ids)} and {len(heldout_ids)} windows of "
+        f"{args.sequence_length} tokens; vocabulary {vocabulary_size} word pieces.",
+        flush=True,
+    )
+
+    keras.utils.set_random_seed(args.seed)
+    model = build_masked_lm(args, vocabulary_size)
+    # The batches are masked here; the preprocessor goes into the presets,
+    # so they take raw text.
+    model.preprocessor = gMLPMaskedLMPreprocessor(
+        tokenizer, sequence_length=args.sequence_length, mask_selection_length=num_slots
+    )
+    batches = text_data.masked_batches(
+        train_ids, args.batch_size, args.seed, num_slots, mask_id, vocabulary_size
+    )
+    total_steps = args.epochs * len(batches)
+    warmup_steps = max(1, total_steps // 10)
+    schedule = keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0,
+        decay_steps=max(1, total_steps - warmup_steps),
+        warmup_target=args.learning_rate,
+        warmup_steps=warmup_steps,
+    )
+    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
+    # model over the same layers trains on the epoch-seeded batches as they are.
+    trainer = keras.Model(model.input, model.output, name="masked_lm_trainer")
+    trainer.compile(
+        optimizer=keras.optimizers.AdamW(
+            learning_rate=schedule, weight_decay=args.weight_decay, clipnorm=1.0
+        ),
+        # Label 0 marks the mask slots a short window leaves unused.
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        metrics=[MaskedLMAccuracy(), MaskedLMPerplexity()],
+    )
+
+    callbacks, history = resumable_callbacks(
+        output_dir, monitor="val_masked_lm_perplexity", mode="min",
+        save=model.save_to_preset, best_name="best_preset",
+    )
+    trainer.fit(
+        batches,
+        epochs=args.epochs,
+        validation_data=(heldout_x, heldout_y),
+        callbacks=callbacks + [batches.epoch_callback()],
+        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
+        # their order draws from the global random state.
+        shuffle=False,
+        verbose=fit_verbose(),
+    )
+    save_model(model, output_dir / "final_preset", model.save_to_preset)
+    scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
+    accuracy = float(scores["masked_lm_accuracy"])
+    perplexity = float(scores["masked_lm_perplexity"])
+
+    plot_history(history, output_dir / "training_curves.png",
+                 f"{args.model} masked LM on {args.dataset or 'the Python reference'}")
+    plot_accuracy_by_frequency(
+        trainer, heldout_x, heldout_y, counts, output_dir / "heldout_accuracy_by_frequency.png"
+    )
+    backbone = model.backbone
+    summary = write_summary(
+        output_dir / "summary.json", args, started,
+        heldout_masked_token_accuracy=accuracy,
+        heldout_masked_token_perplexity=perplexity,
+        unigram_perplexity=unigram,
+        heldout_masked_tokens=int((heldout_y > 0).sum()),
+        parameters=int(model.count_params()),
+        non_embedding_parameters=int(backbone.count_non_embedding_params()),
+        vocabulary_size=vocabulary_size,
+        corpus={
+            "name": args.dataset or "pydoc_data.topics (Python Language Reference)",
+            "train_documents": len(train_documents),
+            "heldout_documents": len(heldout_documents),
+            "train_windows": int(len(train_ids)),
+            "heldout_windows": int(len(heldout_ids)),
+        },
+        best_preset=str(output_dir / "best_preset"),
+        final_preset=str(output_dir / "final_preset"),
+        epochs_completed=len(history.rows),
+    )
+    print(
+        f"Held-out masked tokens ({summary['heldout_masked_tokens']}): accuracy "
+        f"{accuracy:.4f}, perplexity {perplexity:.2f} (unigram baseline "
+        f"{unigram:.2f}). Presets and plots in {output_dir} "
+        f"({summary['seconds']:.0f} s)."
+    )
+    return summary
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,97 @@
+"""applications/finetune_text_classifier.py: the --fast default from the
+fast pretraining's preset, GLUE tasks through tfds mock data, the offline
+task's split, and the errors.
+
+Cost per backend: three tiny fine-tuning runs (plus the shared fast
+pretraining if test_pretrain_mlm.py did not run first).
+"""
+
+import types
+
+import keras
+import numpy as np
+import pytest
+
+from tests.applications.programs._text_program_helpers import fast_pretraining_dir
+from tests.applications.programs._text_program_helpers import leftovers
+from tests.applications.programs._text_program_helpers import load_program
+from tests.applications.programs._text_program_helpers import run_command
+
+
+def test_fast_default_writes_outputs(tmp_path, capsys):
+    preset = fast_pretraining_dir() / "final_preset"
+    program = load_program("finetune_text_classifier")
+    summary = program.main(["--fast", "--preset", str(preset), "--output-dir", str(tmp_path)])
+    for name in ("history.csv", "training_curves.png", "confusion_matrix.png", "summary.json"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    for preset_name in ("best_preset", "final_preset"):
+        assert (tmp_path / preset_name / "config.json").is_file()
+        assert (tmp_path / preset_name / "tokenizer.json").is_file()
+    assert leftovers(tmp_path) == []
+    # Four classes cut to equal sizes: the majority class is a quarter.
+    assert summary["majority_class_accuracy"] == 0.25
+    assert summary["classes"] == ["asyncio", "email", "importlib", "xml"]
+    assert 0.0 <= summary["accuracy"] <= 1.0
+    assert summary["backend"] == keras.backend.backend()
+    printed = capsys.readouterr().out
+    assert f"accuracy {summary['accuracy']:.4f} vs majority-class baseline 0.2500" in printed
+
+
+def test_offline_task_splits_by_module_file():
+    program = load_program("finetune_text_classifier")
+    args = types.SimpleNamespace(test_fraction=0.25, fast=False)
+    train, test, classes, _ = program.offline_task(args)
+    assert set(train["files"]).isdisjoint(test["files"])
+    for part in (train, test):
+        counts = np.bincount(part["labels"], minlength=len(classes))
+        assert len(set(counts)) == 1 and counts[0] > 10
+        assert len(part["texts"][0]) == len(part["labels"])
+    # Each class's paragraphs come from its own package.
+    assert all(name.split("/")[0] in classes for name in train["files"])
+
+
+@pytest.mark.parametrize(
+    "dataset, split, num_classes, segments",
+    [("glue/sst2", "validation", 2, 1), ("glue/mnli", "validation_matched", 3, 2)],
+)
+def test_glue_tasks_with_mock_data(tmp_path, monkeypatch, dataset, split, num_classes, segments):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    preset = fast_pretraining_dir() / "final_preset"
+    program = load_program("finetune_text_classifier")
+    seen = {}
+    pack = program.pack
+
+    def recording_pack(preprocessor, texts, chunk=2000):
+        seen["segments"] = len(texts)
+        return pack(preprocessor, texts, chunk)
+
+    monkeypatch.setattr(program, "pack", recording_pack)
+    with tfds.testing.mock_data(num_examples=12):
+        summary = program.main([
+            "--fast", "--preset", str(preset), "--dataset", dataset,
+            "--data-dir", str(tmp_path / "tfds"), "--output-dir", str(tmp_path / "out"),
+        ])
+    assert summary["eval_split"] == split
+    assert len(summary["classes"]) == num_classes
+    assert seen["segments"] == segments
+    assert (tmp_path / "out" / "final_preset" / "config.json").is_file()
+
+
+def test_missing_preset_names_the_command(tmp_path):
+    # Run from an empty folder, where the default preset does not exist.
+    result = run_command("finetune_text_classifier.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "outputs/pretrain_mlm/final_preset does not exist" in result.stderr
+    assert "python applications/pretrain_mlm.py --output-dir outputs/pretrain_mlm" in result.stderr
+    assert not (tmp_path / "outputs" / "finetune_text_classifier").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [(["--epochs", "0"], "--epochs"), (["--data-dir", "x"], "--dataset"),
+     (["--dropout", "1.5"], "--dropout")],
+)
+def test_flag_errors_exit_2(tmp_path, flags, message):
+    result = run_command("finetune_text_classifier.py", *flags, "--output-dir", tmp_path / "o")
+    assert result.returncode == 2
+    assert message in result.stderr

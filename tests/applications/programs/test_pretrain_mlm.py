@@ -1,0 +1,131 @@
+"""applications/pretrain_mlm.py: the --fast default, resume, flag errors.
+
+Cost per backend: three tiny runs of one epoch and two of two epochs
+(one layer of width 32 on 12 documents), a few seconds each after the
+first compilation.
+"""
+
+import csv
+
+import keras
+import numpy as np
+import pytest
+
+from tests.applications.programs._text_program_helpers import fast_pretraining_dir
+from tests.applications.programs._text_program_helpers import leftovers
+from tests.applications.programs._text_program_helpers import load_program
+from tests.applications.programs._text_program_helpers import read_summary
+from tests.applications.programs._text_program_helpers import run_command
+
+
+def history_rows(output_dir):
+    with open(output_dir / "history.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_fast_default_writes_outputs():
+    output_dir = fast_pretraining_dir()
+    for name in ("history.csv", "training_curves.png", "heldout_accuracy_by_frequency.png"):
+        assert (output_dir / name).stat().st_size > 0, name
+    for preset in ("best_preset", "final_preset"):
+        for name in ("config.json", "task.json", "preprocessor.json", "tokenizer.json"):
+            assert (output_dir / preset / name).is_file(), (preset, name)
+    assert not (output_dir / "backup").exists()
+    assert leftovers(output_dir) == []
+    assert len(history_rows(output_dir)) == 1
+    summary = read_summary(output_dir)
+    assert summary["backend"] == keras.backend.backend()
+    assert 0.0 <= summary["heldout_masked_token_accuracy"] <= 1.0
+    # Over a vocabulary of a few hundred pieces an untrained model's
+    # perplexity is near the vocabulary size; it is always above 1.
+    assert 1.0 < summary["heldout_masked_token_perplexity"] < 2 * summary["vocabulary_size"]
+    assert summary["heldout_masked_tokens"] > 0
+    assert summary["flags"]["fast"] is True
+
+
+def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypatch):
+    program = load_program("pretrain_mlm")
+    flags = ["--fast", "--epochs", "2", "--seed", "3"]
+    uninterrupted = program.main(flags + ["--output-dir", str(tmp_path / "a")])
+
+    # Ctrl-C right after the first epoch's backup is written.
+    restore_on_epoch_end = keras.callbacks.BackupAndRestore.on_epoch_end
+
+    def interrupt_after_first_epoch(self, epoch, logs=None):
+        restore_on_epoch_end(self, epoch, logs)
+        if epoch == 0:
+            raise KeyboardInterrupt
+
+    resumed_dir = tmp_path / "b"
+    with monkeypatch.context() as patch:
+        patch.setattr(keras.callbacks.BackupAndRestore, "on_epoch_end", interrupt_after_first_epoch)
+        with pytest.raises(KeyboardInterrupt):
+            program.main(flags + ["--output-dir", str(resumed_dir)])
+    assert (resumed_dir / "backup").is_dir()
+    assert len(history_rows(resumed_dir)) == 1
+    assert not (resumed_dir / "final_preset").exists()
+    first_epoch = history_rows(resumed_dir)[0]
+
+    resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
+    rows = history_rows(resumed_dir)
+    assert [row["epoch"] for row in rows] == ["0", "1"]
+    assert rows[0] == first_epoch
+    assert not (resumed_dir / "backup").exists()
+    for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
+        np.testing.assert_allclose(resumed[key], uninterrupted[key], rtol=1e-5, err_msg=key)
+    np.testing.assert_allclose(
+        [float(v) for v in rows[-1].values()],
+        [float(v) for v in history_rows(tmp_path / "a")[-1].values()],
+        rtol=1e-5,
+    )
+
+
+def test_tfds_corpus(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    program = load_program("pretrain_mlm")
+    with tfds.testing.mock_data(num_examples=16):
+        summary = program.main([
+            "--fast", "--dataset", "imdb_reviews", "--data-dir", str(tmp_path / "tfds"),
+            "--output-dir", str(tmp_path / "out"),
+        ])
+    assert summary["corpus"]["name"] == "imdb_reviews"
+    assert (tmp_path / "out" / "final_preset" / "config.json").is_file()
+
+
+def test_unknown_tfds_dataset_is_a_flag_error(tmp_path):
+    program = load_program("pretrain_mlm")
+    with pytest.raises(SystemExit) as raised:
+        program.main(["--dataset", "no_such_corpus_xyz", "--output-dir", str(tmp_path)])
+    assert raised.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--epochs", "0"], "--epochs"),
+        (["--model", "bert"], "--model"),
+        (["--model", "gmlp_base", "--num-layers", "2"], "--num-layers"),
+        (["--intermediate-dim", "7"], "--intermediate-dim"),
+        (["--data-dir", "/tmp"], "--dataset"),
+    ],
+)
+def test_flag_errors_exit_2_before_work(tmp_path, flags, message):
+    result = run_command("pretrain_mlm.py", *flags, "--output-dir", tmp_path / "out")
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unwritable_output_dir_exits_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run_command("pretrain_mlm.py", "--output-dir", blocker / "out")
+    assert result.returncode == 2
+    assert "--output-dir" in result.stderr
+
+
+def test_help_shows_defaults():
+    result = run_command("pretrain_mlm.py", "--help")
+    assert result.returncode == 0
+    assert "(default: gmlp)" in result.stdout
+    assert "gmlp_base" in result.stdout

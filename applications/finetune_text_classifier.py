@@ -212,7 +212,9 @@ def pack(preprocessor, texts, chunk=2000):
     pieces = []
     for start in range(0, len(texts[0]), chunk):
         segments = tuple(tf.constant(s[start : start + chunk]) for s in texts)
-        x = preprocessor(segments[0] if len(segments) == 1 else segments)
+        # By keyword: keras-hub reads a bare tuple as (x, y), not as the
+        # two segments of a sentence pair.
+        x = preprocessor(x=segments[0] if len(segments) == 1 else segments)
         pieces.append({k: np.asarray(v) for k, v in x.items()})
     return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
 

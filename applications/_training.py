@@ -153,13 +153,14 @@ def resumable_callbacks(
 
 
 class SeedStateBackup(keras.callbacks.Callback):
-    """Keeps the layers' random seed states (dropout, stochastic depth)
-    with BackupAndRestore's backup, which holds the weights and the
-    optimizer but not these: without them a resumed run draws other
-    dropout masks than an uninterrupted one. Goes just before
-    BackupAndRestore, whose backup folder (and this file with it) is
-    removed when training ends; states saved for an epoch whose backup
-    was not completed are not restored."""
+    """Keeps the random state of training (the layers' seed generators, and
+    on PyTorch the global generator, which Keras' unseeded dropout draws
+    from) with BackupAndRestore's backup, which holds the weights and the
+    optimizer but not these: without them a resumed run draws other dropout
+    masks than an uninterrupted one. Goes just before BackupAndRestore,
+    whose backup folder (and this file with it) is removed when training
+    ends; states saved for an epoch whose backup was not completed are not
+    restored."""
 
     def __init__(self, backup_dir):
         super().__init__()
@@ -175,10 +176,16 @@ class SeedStateBackup(keras.callbacks.Callback):
         saved = np.load(self.path)
         restored_epoch = json.loads(self.metadata_path.read_text())["epoch"]
         states = self.states()
+        saved_states = [name for name in saved.files if name.startswith("state_")]
         # Only states saved with the restored weights, for the same layers.
-        if int(saved["epoch"]) == restored_epoch and len(states) == len(saved.files) - 1:
-            for index, variable in enumerate(states):
-                variable.assign(saved[f"state_{index}"])
+        if int(saved["epoch"]) != restored_epoch or len(states) != len(saved_states):
+            return
+        for index, variable in enumerate(states):
+            variable.assign(saved[f"state_{index}"])
+        if "torch_rng_state" in saved.files:
+            import torch
+
+            torch.set_rng_state(torch.from_numpy(saved["torch_rng_state"]))
 
     def on_epoch_end(self, epoch, logs=None):
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +193,10 @@ class SeedStateBackup(keras.callbacks.Callback):
             f"state_{index}": keras.ops.convert_to_numpy(variable)
             for index, variable in enumerate(self.states())
         }
+        if keras.backend.backend() == "torch":
+            import torch
+
+            arrays["torch_rng_state"] = torch.get_rng_state().numpy()
         with atomic_path(self.path) as temporary:
             np.savez(temporary, epoch=epoch + 1, **arrays)
 

@@ -12,7 +12,9 @@ def dense_on_last_axis(dense, x):
     The result equals `dense(x)`; XLA's CPU backend runs the rank-2 form's
     backward pass about twice as fast as the batched rank-3 one.
     """
-    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    # One `ops.shape` call: on TensorFlow each call adds a slice per unknown
+    # dimension, and unused slices become extra outputs of an OpenVINO export.
+    batch, length = ops.shape(x)[:2]
     y = dense(ops.reshape(x, (-1, x.shape[-1])))
     return ops.reshape(y, (batch, length, y.shape[-1]))
 

@@ -208,7 +208,8 @@ class SpatialGatingUnit(keras.layers.Layer):
         the input, or the decoding cache); the causal mask hides each row's
         future, including cache slots not written yet.
         """
-        columns = ops.shape(context)[1]
+        # One `ops.shape` call (see `dense_on_last_axis`).
+        batch, columns = ops.shape(context)[:2]
         kernel = ops.slice(
             ops.convert_to_tensor(self.kernel),
             (0, start, 0),
@@ -223,7 +224,6 @@ class SpatialGatingUnit(keras.layers.Layer):
             positions = start + ops.arange(rows)
             visible = ops.arange(columns)[None, :] <= positions[:, None]
             kernel = kernel * ops.cast(visible, kernel.dtype)[None]
-        batch = ops.shape(context)[0]
         head_dim = context.shape[-1] // self.num_heads
         context = ops.reshape(context, (batch, columns, self.num_heads, head_dim))
         if keras.backend.backend() == "torch":

@@ -2,7 +2,7 @@
 
 The offline default trains a small gMLP (4 blocks, width 64, 16x16 images in
 4x4 patches) on scikit-learn's bundled handwritten digits for 8 epochs; it
-reaches about 97-98% test accuracy in about a minute on a laptop CPU:
+reaches about 98% test accuracy in one to three minutes on a laptop CPU:
 
     python3 applications/train_image_classifier.py
 

@@ -105,7 +105,7 @@ def test_a_pth_without_a_state_dict_is_refused_before_building(
 ):
     import torch
 
-    from keras_gmlp.applications import _image_classifier
+    from keras_gmlp.models import _patch_mlp
 
     state = load_file(fixture_path(family, ".safetensors"))
     tensors = [torch.from_numpy(v) for v in state.values()]
@@ -119,7 +119,7 @@ def test_a_pth_without_a_state_dict_is_refused_before_building(
         with monkeypatch.context() as patch:
             # Refused before the model is built: no layer is made.
             patch.setattr(
-                _image_classifier, "PatchEmbedding",
+                _patch_mlp, "PatchEmbedding",
                 lambda *args, **kwargs: built.append(args),
             )
             with pytest.raises(ValueError, match=message):

@@ -207,8 +207,10 @@ class EpochSeededBatches(keras.utils.PyDataset):
 
     A run resumed at epoch k then sees the same batches as an uninterrupted
     run does at epoch k, which a shuffle driven by a global random state
-    cannot promise. `x` and `y` are arrays or (nested) dicts/tuples of
-    arrays with the same first dimension.
+    cannot promise; so fit it with `shuffle=False` (Keras would reorder the
+    batches from the global state) and its `epoch_callback()`. `x` and `y`
+    are arrays or (nested) dicts/tuples of arrays with the same first
+    dimension.
     """
 
     def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True):

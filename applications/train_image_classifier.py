@@ -898,6 +898,10 @@ def main(argv=None):
         epochs=args.epochs,
         callbacks=callbacks,
         verbose=fit_verbose(),
+        # The batches shuffle themselves by (seed, epoch); Keras' shuffle of
+        # a PyDataset's batch order draws from the global random state,
+        # which a resumed run does not share with an uninterrupted one.
+        shuffle=False,
     )
     save_model(model, output_dir / "final.keras")
 

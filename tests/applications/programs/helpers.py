@@ -7,6 +7,7 @@ path, and unbuffered output, and returns what the program printed.
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -83,7 +84,12 @@ def run_program(name, *args, timeout=600, mock_tfds_examples=None, env=None):
 
 def start_program(name, *args, env=None):
     """Starts `applications/<name>` without waiting (to interrupt it);
-    stdout and stderr are pipes of text."""
+    stdout and stderr are pipes of text.
+
+    The child gets the default SIGINT handling, as a program started from a
+    terminal has: a shell's background job (CI runs the suites that way)
+    ignores SIGINT, children inherit that, and Python then never turns
+    SIGINT into KeyboardInterrupt."""
     return subprocess.Popen(
         program_command(name, args),
         cwd=ROOT,
@@ -91,6 +97,7 @@ def start_program(name, *args, env=None):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

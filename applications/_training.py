@@ -18,11 +18,19 @@ import pathlib
 import sys
 import time
 
-import keras
-import numpy as np
+if __name__ == "__main__":
+    # A module, not a program: answer at once rather than load Keras.
+    print(
+        "_training.py is shared by the programs in this folder; run one of "
+        "them, e.g. python3 applications/train_image_classifier.py --help"
+    )
+    sys.exit(0)
 
-from _program import atomic_path
-from _program import write_text
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from _program import atomic_path  # noqa: E402
+from _program import write_text  # noqa: E402
 
 
 def fit_verbose():

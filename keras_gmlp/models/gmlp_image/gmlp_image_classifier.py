@@ -1,7 +1,6 @@
 import keras
-from keras_hub.models import ImageClassifier
 
-from keras_gmlp.models._timm_presets import TimmPresetsMixin
+from keras_gmlp.models._patch_mlp_image_classifier import PatchMLPImageClassifier
 from keras_gmlp.models.gmlp_image.gmlp_image_backbone import gMLPImageBackbone
 from keras_gmlp.models.gmlp_image.gmlp_image_classifier_preprocessor import (
     gMLPImageClassifierPreprocessor,
@@ -9,7 +8,7 @@ from keras_gmlp.models.gmlp_image.gmlp_image_classifier_preprocessor import (
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPImageClassifier(TimmPresetsMixin, ImageClassifier):
+class gMLPImageClassifier(PatchMLPImageClassifier):
     """A gMLP image backbone with timm's classification head.
 
     keras-hub's `ImageClassifier`: the backbone's normalised token grid is
@@ -56,17 +55,3 @@ class gMLPImageClassifier(TimmPresetsMixin, ImageClassifier):
 
     backbone_cls = gMLPImageBackbone
     preprocessor_cls = gMLPImageClassifierPreprocessor
-
-    def __init__(self, backbone, num_classes, preprocessor=None, **kwargs):
-        if not isinstance(backbone, self.backbone_cls):
-            raise ValueError(
-                f"{self.__class__.__name__} takes a "
-                f"{self.backbone_cls.__name__}. Received: "
-                f"backbone={type(backbone).__name__}"
-            )
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(
-                "`num_classes` must be a positive integer. Received: "
-                f"num_classes={num_classes!r}"
-            )
-        super().__init__(backbone, num_classes, preprocessor=preprocessor, **kwargs)

@@ -171,6 +171,9 @@ class gMLPBlock(keras.layers.Layer):
         if self.tiny_attention is not None:
             self.tiny_attention.build(inputs_shape)
         self.output_dense.build((None, self.intermediate_dim // 2))
+        # Stateless, but `Model.quantize` refuses a model with unbuilt layers.
+        self.dropout_layer.build(inputs_shape)
+        self.drop_path.build(inputs_shape)
 
     def call(
         self,

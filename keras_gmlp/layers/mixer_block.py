@@ -109,6 +109,9 @@ class MixerBlock(keras.layers.Layer):
         self.channel_norm.build(input_shape)
         self.channel_expand_dense.build((None, self.hidden_dim))
         self.channel_output_dense.build((None, self.channels_mlp_dim))
+        # Stateless, but `Model.quantize` refuses a model with unbuilt layers.
+        self.dropout_layer.build(input_shape)
+        self.drop_path.build(input_shape)
 
     def _check_shape(self, shape):
         if shape[1] not in (None, self.sequence_length) or shape[-1] != self.hidden_dim:

@@ -5,6 +5,8 @@ from keras_hub.models import CausalLM
 
 from keras_gmlp.models.gmlp._checks import TextInputGuard
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
+from keras_gmlp.models.gmlp._torch_decoding import supports_torch_decoding
+from keras_gmlp.models.gmlp._torch_decoding import TorchDecoder
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
     gMLPCausalLMPreprocessor,
@@ -139,14 +141,28 @@ class gMLPCausalLM(TextInputGuard, CausalLM):
         logits = backbone.token_embedding(hidden_states, reverse=True)
         return logits, hidden_states, tuple(updated_cache)
 
-    def _build_cache(self, token_ids):
-        """Fills every block's cache from the padded prompts."""
+    def _build_cache(self, token_ids, prefill_length=None):
+        """Fills every block's cache from the padded prompts.
+
+        With `prefill_length` (an int), only the first `prefill_length`
+        positions are run; later cache slots and hidden states stay zero
+        until decoding writes them. The causal blocks make the filled part
+        the same either way.
+        """
         batch_size, length = ops.shape(token_ids)[0], ops.shape(token_ids)[1]
         cache = tuple(
             block.initial_cache(batch_size, length, dtype=self.compute_dtype)
             for block in self.backbone.gmlp_blocks
         )
-        _, hidden_states, cache = self.call_with_cache(token_ids, cache, 0)
+        if prefill_length is None:
+            _, hidden_states, cache = self.call_with_cache(token_ids, cache, 0)
+            return hidden_states, cache
+        _, hidden_states, cache = self.call_with_cache(
+            token_ids[:, :prefill_length], cache, 0
+        )
+        hidden_states = ops.pad(
+            hidden_states, ((0, 0), (0, length - prefill_length), (0, 0))
+        )
         return hidden_states, cache
 
     def generate_step(self, inputs, stop_token_ids=None):
@@ -158,13 +174,28 @@ class gMLPCausalLM(TextInputGuard, CausalLM):
             stop_token_ids: optional tuple of ids that end a sequence.
         """
         token_ids, padding_mask = inputs["token_ids"], inputs["padding_mask"]
-        hidden_states, cache = self._build_cache(token_ids)
         # Decoding starts at the end of the shortest prompt; longer prompts'
         # tokens are kept where the padding mask is true.
         index = ops.min(ops.sum(ops.cast(padding_mask, "int32"), axis=-1))
+        torch_decoder = None
+        if supports_torch_decoding(self.backbone):
+            # Eager PyTorch knows `index` on the host, so the prefill can
+            # stop there: the decoder writes every later position itself.
+            torch_decoder = TorchDecoder(self.backbone)
+            hidden_states, cache = self._build_cache(
+                token_ids, prefill_length=max(int(index), 1)
+            )
+        else:
+            hidden_states, cache = self._build_cache(token_ids)
 
         def next(prompt, cache, index):
             cache_update_index = index - 1
+            if torch_decoder is not None:
+                position = int(cache_update_index)
+                logits, hidden_states = torch_decoder(
+                    prompt[:, position], cache, position
+                )
+                return logits, hidden_states, cache
             batch_size = ops.shape(prompt)[0]
             last_token = ops.slice(prompt, [0, cache_update_index], [batch_size, 1])
             logits, hidden_states, cache = self.call_with_cache(

@@ -121,3 +121,84 @@ def test_bidirectional_backbone_is_refused():
     )
     with pytest.raises(ValueError, match="causal=True"):
         gMLPCausalLM(backbone)
+
+
+def _greedy_without_cache(model, token_ids, prompt_lengths):
+    """Greedy decoding by a full forward pass per token, in numpy."""
+    token_ids = token_ids.copy()
+    mask = np.ones_like(token_ids)
+    for index in range(min(prompt_lengths), token_ids.shape[1]):
+        logits = _to_numpy(model({"token_ids": token_ids, "padding_mask": mask}))
+        chosen = logits[:, index - 1].argmax(-1)
+        still_prompt = index < np.asarray(prompt_lengths)
+        token_ids[:, index] = np.where(still_prompt, token_ids[:, index], chosen)
+    return token_ids
+
+
+@pytest.mark.parametrize("attention_dim", [None, 8])
+def test_greedy_generate_equals_decoding_without_a_cache(rng, attention_dim):
+    """Prompts of 3 and 6 tokens: every backend's cached loop (PyTorch's
+    direct decoder included) picks the tokens full forward passes pick."""
+    model = _causal_lm(attention_dim, hidden_dim=32, intermediate_dim=64)
+    model.compile(sampler="greedy")
+    prompt_lengths = [3, 6]
+    token_ids = rng.integers(5, VOCABULARY_SIZE, size=(2, 16)).astype("int32")
+    padding_mask = np.arange(16)[None, :] < np.array(prompt_lengths)[:, None]
+    token_ids = np.where(padding_mask, token_ids, 0).astype("int32")
+    expected = _greedy_without_cache(model, token_ids, prompt_lengths)
+    generated = model.generate(
+        {"token_ids": token_ids, "padding_mask": padding_mask}, stop_token_ids=None
+    )
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(generated["token_ids"]), expected
+    )
+
+
+@pytest.mark.parametrize("attention_dim", [None, 8])
+def test_torch_decoder_equals_the_layers_cached_path(rng, attention_dim):
+    """The PyTorch decoding step gives the logits and caches the layers give.
+
+    Other backends never use it, which is checked there instead."""
+    from keras_gmlp.models.gmlp._torch_decoding import TorchDecoder
+    from keras_gmlp.models.gmlp._torch_decoding import supports_torch_decoding
+
+    model = _causal_lm(attention_dim)
+    if keras.backend.backend() != "torch":
+        assert not supports_torch_decoding(model.backbone)
+        return
+    assert supports_torch_decoding(model.backbone)
+    token_ids = rng.integers(5, VOCABULARY_SIZE, size=(2, 12)).astype("int32")
+    layers_cache = tuple(
+        block.initial_cache(2, 12) for block in model.backbone.gmlp_blocks
+    )
+    _, _, layers_cache = model.call_with_cache(token_ids[:, :5], layers_cache, 0)
+    decoder_cache = keras.tree.map_structure(lambda x: x.clone(), layers_cache)
+    decoder = TorchDecoder(model.backbone)
+    for index in range(5, 12):
+        expected, _, layers_cache = model.call_with_cache(
+            token_ids[:, index : index + 1], layers_cache, index
+        )
+        logits, _ = decoder(
+            keras.ops.convert_to_tensor(token_ids[:, index]), decoder_cache, index
+        )
+        np.testing.assert_allclose(
+            _to_numpy(logits), _to_numpy(expected[:, 0]), atol=1e-5
+        )
+    for written, reference in zip(
+        keras.tree.flatten(decoder_cache), keras.tree.flatten(layers_cache)
+    ):
+        np.testing.assert_allclose(_to_numpy(written), _to_numpy(reference), atol=1e-5)
+
+
+def test_torch_decoder_is_skipped_where_it_would_differ():
+    """Mixed precision, int8 and LoRA change what the layers compute, so
+    generation takes the layers' path for them."""
+    from keras_gmlp.models.gmlp._torch_decoding import supports_torch_decoding
+
+    mixed = _causal_lm(dtype="mixed_bfloat16")
+    quantized = _causal_lm()
+    quantized.quantize("int8")
+    adapted = _causal_lm()
+    adapted.backbone.gmlp_blocks[0].expand_dense.enable_lora(2)
+    for model in (mixed, quantized, adapted):
+        assert not supports_torch_decoding(model.backbone)

@@ -131,6 +131,12 @@ def main(argv=None):
             uncached = speeds[(r["backend"], r["prompt_length"], "uncached")]
             print(f"{r['backend']:<11} {r['prompt_length']:>6} {cached:>13.1f} {uncached:>15.1f} "
                   f"{cached / uncached:>5.1f}x {str(r['same_tokens']):>12}")
+    for prompt_length in sorted({r["prompt_length"] for r in rows if "mode" in r}):
+        reference = speeds.get(("jax", prompt_length, "cached"))
+        for backend in ("tensorflow", "torch"):
+            speed = speeds.get((backend, prompt_length, "cached"))
+            if reference and speed:
+                print(f"prompt {prompt_length}: {backend} cached = {speed / reference:.2f}x JAX")
     if failed:
         sys.exit(1)
 

@@ -8,8 +8,9 @@ same session, eagerly and with `torch.compile`, and the table shows ours / timm
 and the fraction of the machine's matmul roofline (model FLOPs x throughput /
 the best large-matmul GFLOP/s any worker measured).
 
-Text: gMLP-base- and aMLP-base-shaped encoders, tokens per second (inference)
-at lengths 128 and 512, against keras-hub's BERT-base on the same backend.
+Text: `keras_gmlp.models.gMLPBackbone` shaped as gMLP-base and aMLP-base,
+tokens per second (inference) at lengths 128 and 512, against keras-hub's
+`BertBackbone` as BERT-base on the same backend.
 
 Each backend (and timm) runs in its own worker process, all alive at once: the
 timed steps are interleaved round-robin across them, so load from other
@@ -52,8 +53,8 @@ IMAGE_MODELS = {
         kind="mixer", num_blocks=12, hidden_dim=768, mlp_dim=3072, tokens_mlp_dim=384
     ),
 }
-# Text encoders (BERT-base setup). The gMLP/aMLP stacks mirror gMLPBackbone's
-# (token embedding, blocks, final norm).
+# Text encoders (BERT-base setup): keras_gmlp.models.gMLPBackbone against
+# keras_hub.models.BertBackbone.
 TEXT_MODELS = {
     "gmlp_base": dict(kind="gmlp", num_blocks=48, hidden_dim=512, mlp_dim=3072),
     "amlp_base": dict(
@@ -142,9 +143,11 @@ class KerasWorker:
         else:
             model = self._text_model(spec)
             tokens = np.random.randint(1, VOCABULARY_SIZE, (batch, spec["length"]))
-            x = {"token_ids": tokens, "padding_mask": np.ones_like(tokens, bool)}
-            if spec["model"] == "bert_base":
-                x["segment_ids"] = np.zeros_like(tokens)
+            x = {
+                "token_ids": tokens,
+                "segment_ids": np.zeros_like(tokens),
+                "padding_mask": np.ones_like(tokens, bool),
+            }
         # XLA where the backend has it; PyTorch runs eagerly.
         jit_compile = self.backend != "torch"
         if spec["mode"] == "infer":
@@ -190,22 +193,17 @@ class KerasWorker:
                 intermediate_dim=config["mlp_dim"],
                 max_sequence_length=length,
             )
-        from keras_gmlp.layers import gMLPBlock
+        from keras_gmlp.models import gMLPBackbone
 
-        # Mirrors gMLPBackbone's stack: token embedding, blocks, final norm.
-        token_ids = keras.Input((length,), dtype="int32", name="token_ids")
-        padding_mask = keras.Input((length,), dtype="bool", name="padding_mask")
-        x = keras.layers.Embedding(VOCABULARY_SIZE, config["hidden_dim"])(token_ids)
-        for index in range(config["num_blocks"]):
-            x = gMLPBlock(
-                config["hidden_dim"],
-                config["mlp_dim"],
-                length,
-                attention_dim=config.get("attention_dim"),
-                name=f"blocks_{index}",
-            )(x, padding_mask=padding_mask)
-        x = keras.layers.LayerNormalization(epsilon=1e-6)(x)
-        return keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, x)
+        # The shipped backbone, as users build it (its pooled output too).
+        return gMLPBackbone(
+            vocabulary_size=VOCABULARY_SIZE,
+            num_layers=config["num_blocks"],
+            hidden_dim=config["hidden_dim"],
+            intermediate_dim=config["mlp_dim"],
+            max_sequence_length=length,
+            attention_dim=config.get("attention_dim"),
+        )
 
 
 class TimmWorker:

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_gmlp.layers._ops import xla_on_cpu
+
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class LastAxisLayerNormalization(keras.layers.LayerNormalization):
@@ -12,9 +14,9 @@ class LastAxisLayerNormalization(keras.layers.LayerNormalization):
     deviation, which materialises an input-sized tensor that the backward
     pass then reads again; XLA's CPU backend spends measurable time on it in
     every block. This computes `(x - mean) * rsqrt(var + epsilon) * gamma +
-    beta` instead (equal up to float rounding). Other backends keep Keras'
-    implementation: TensorFlow's XLA gained nothing from the change and
-    PyTorch calls its fused kernel.
+    beta` instead (equal up to float rounding), on CPUs, where it was
+    measured. Other backends keep Keras' implementation: TensorFlow's XLA
+    gained nothing from the change and PyTorch calls its fused kernel.
     """
 
     def __init__(self, **kwargs):
@@ -27,7 +29,7 @@ class LastAxisLayerNormalization(keras.layers.LayerNormalization):
         super().__init__(**kwargs)
 
     def call(self, inputs):
-        if keras.backend.backend() != "jax" or self.rms_scaling:
+        if keras.backend.backend() != "jax" or not xla_on_cpu() or self.rms_scaling:
             return super().call(inputs)
         # At least float32, as Keras does, so half-precision training is stable.
         compute_dtype = keras.backend.result_type(inputs.dtype, "float32")

@@ -86,3 +86,55 @@ def test_layer_norm_config_round_trip():
     layer.build((2, 3, 4))
     restored = LastAxisLayerNormalization.from_config(layer.get_config())
     assert restored.epsilon == 1e-5
+
+
+def test_cpu_only_formulas_give_way_to_keras_elsewhere(rng, monkeypatch):
+    """Off CPUs (simulated) the layers use Keras' GELU, LayerNorm and the
+    SGU's einsum, and compute the same values as the CPU formulas."""
+    from keras_gmlp.layers import SpatialGatingUnit
+    from keras_gmlp.layers import _ops
+
+    x = (rng.standard_normal((2, 6, 8)) * 2).astype("float32")
+    norm = LastAxisLayerNormalization(epsilon=1e-6)
+    unit = SpatialGatingUnit(6, causal=True, kernel_initializer="glorot_uniform")
+    on_cpu = [to_numpy(gelu(x)), to_numpy(norm(x)), to_numpy(unit(x))]
+    assert _ops.xla_on_cpu() == (keras.backend.backend() != "torch")
+    monkeypatch.setattr(_ops.keras.distribution, "list_devices", lambda: ["gpu:0"])
+    _ops.xla_on_cpu.cache_clear()
+    try:
+        assert not _ops.xla_on_cpu()
+        elsewhere = [to_numpy(gelu(x)), to_numpy(norm(x)), to_numpy(unit(x))]
+    finally:
+        _ops.xla_on_cpu.cache_clear()
+    for cpu_value, other_value in zip(on_cpu, elsewhere):
+        np.testing.assert_allclose(other_value, cpu_value, atol=1e-5)
+
+
+def test_saved_files_do_not_name_the_layer_norm_subclass(tmp_path):
+    """The subclass is a speed detail: saved configs must not depend on it,
+    and a file that names it (a future one, or a hand-made one) still loads."""
+    import zipfile
+
+    from keras_gmlp.applications import gMLPTi
+    from keras_gmlp.models import gMLPBackbone
+
+    backbone = gMLPBackbone(
+        vocabulary_size=20, num_layers=1, hidden_dim=8, intermediate_dim=16,
+        max_sequence_length=8,
+    )
+    classifier = gMLPTi(weights=None, input_shape=(32, 32, 3), classes=3)
+    for name, model in (("text", backbone), ("image", classifier)):
+        path = tmp_path / f"{name}.keras"
+        model.save(path)
+        config = zipfile.ZipFile(path).read("config.json").decode()
+        assert "LastAxisLayerNormalization" not in config
+    layer = keras.saving.deserialize_keras_object(
+        {
+            "module": "keras_gmlp.layers._layer_normalization",
+            "class_name": "LastAxisLayerNormalization",
+            "registered_name": "keras_gmlp>LastAxisLayerNormalization",
+            "config": {"axis": [-1], "epsilon": 1e-6, "name": "norm"},
+        }
+    )
+    assert isinstance(layer, keras.layers.LayerNormalization)
+    assert layer.epsilon == 1e-6

@@ -11,8 +11,10 @@ import contextlib
 import os
 import pathlib
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 
 # Set by the programs' tests and CI: tiny data and one short epoch, enough to
 # run every step of a program end to end.
@@ -121,9 +123,25 @@ def write_text(path, text):
         pathlib.Path(temporary).write_text(text, encoding="utf-8")
 
 
+# Set by Ctrl-C. A KeyboardInterrupt raised while Python runs a `__del__`
+# or a library's catch-all handler is swallowed ("Exception ignored in"), so
+# the training callbacks raise it again at the next batch end
+# (`_training.StopOnInterrupt`).
+INTERRUPTED = threading.Event()
+
+
+def _on_interrupt(signum, frame):
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
 def run(main):
     """Runs `main()`. Ctrl-C prints one line saying how to resume instead of a
     traceback, and exits with status 130 as shells expect."""
+    # Only where Ctrl-C would raise anyway: a shell's background job ignores
+    # SIGINT, and keeps ignoring it.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return main()
     except KeyboardInterrupt:

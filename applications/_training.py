@@ -29,6 +29,7 @@ if __name__ == "__main__":
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _program import INTERRUPTED  # noqa: E402
 from _program import atomic_path  # noqa: E402
 from _program import write_text  # noqa: E402
 
@@ -142,6 +143,17 @@ def save_model(model, path, save=None):
         shutil.rmtree(staging, ignore_errors=True)
 
 
+class StopOnInterrupt(keras.callbacks.Callback):
+    """Raises KeyboardInterrupt at the next batch end after a Ctrl-C, in case
+    the first one was swallowed (see `_program.INTERRUPTED`)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+
+    on_test_batch_end = on_predict_batch_end = on_train_batch_end
+
+
 def resumable_callbacks(
     output_dir, monitor="val_loss", mode="min", save=None, best_name="best.keras"
 ):
@@ -152,6 +164,7 @@ def resumable_callbacks(
     # The backup goes last: an epoch counts as done only once its history
     # row and best model are on disk.
     callbacks = [
+        StopOnInterrupt(),
         history,
         BestModelSaver(output_dir / best_name, history, monitor, mode, save),
         SeedStateBackup(output_dir / "backup"),

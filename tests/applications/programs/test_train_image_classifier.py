@@ -200,6 +200,34 @@ def test_ctrl_c_prints_one_line_and_stops(tmp_path):
     assert not (output_dir / "final.keras").exists()
 
 
+def test_a_swallowed_ctrl_c_stops_training_at_the_next_batch():
+    # A KeyboardInterrupt raised inside a `__del__` or a library's catch-all
+    # is lost; the flag the SIGINT handler sets stops training anyway.
+    import _program
+    from _training import StopOnInterrupt
+
+    inputs = keras.Input((2,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile("sgd", "mse")
+    seen = []
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(batch)
+            if batch == 1:
+                _program.INTERRUPTED.set()  # as the handler does; no raise
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(
+                np.zeros((16, 2)), np.zeros((16, 1)), batch_size=2, epochs=3,
+                callbacks=[Count(), StopOnInterrupt()], verbose=0,
+            )
+    finally:
+        _program.INTERRUPTED.clear()
+    assert seen == [0, 1]
+
+
 def test_interrupt_then_resume_matches_uninterrupted(tmp_path, monkeypatch):
     # In-process, so that the interruption comes at a chosen point: right
     # after the first epoch's backup is written, as a Ctrl-C there would.

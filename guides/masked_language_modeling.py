@@ -103,13 +103,9 @@ print([tokenizer.id_to_token(int(i)) for i in np.asarray(tokenizer(example))])
 
 `gMLPMaskedLMPreprocessor` packs each chunk as `[CLS] tokens [SEP]` and
 selects 15% of the tokens to predict (80% become `[MASK]`, 10% a random
-token, 10% stay). Mapped over `tf.data` it draws new masks per batch; here
-we mask the training set a few times up front (cheaper on a CPU) and the
-held-out set once, so every model is scored on the same masked tokens.
-
-Called directly on a list of strings, keras-hub preprocessing runs in
-Python, text by text. Inside `tf.data.Dataset.map` it runs as TensorFlow
-ops, which is many times faster for thousands of texts, so `mask` maps it.
+token, 10% stay). We mask the training set a few times up front, the held-out
+set once, so every model sees the same masked tokens. Mapped over `tf.data`
+it runs as TensorFlow ops, much faster than a direct call (which is Python).
 """
 
 preprocessor = models.gMLPMaskedLMPreprocessor(
@@ -119,9 +115,7 @@ preprocessor = models.gMLPMaskedLMPreprocessor(
 
 def mask(texts):
     batches = tf.data.Dataset.from_tensor_slices(texts).batch(1024).map(preprocessor)
-    return keras.tree.map_structure(
-        lambda *parts: np.concatenate(parts), *batches.as_numpy_iterator()
-    )
+    return keras.tree.map_structure(lambda *a: np.concatenate(a), *batches)
 
 
 train_x, train_y, train_weight = mask(train_chunks * (2 if FAST else 4))

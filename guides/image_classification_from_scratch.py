@@ -189,7 +189,7 @@ over `decay_steps`. AdamW's decoupled weight decay regularises further.
 """
 
 BATCH_SIZE = 64 if dataset_name == "digits" else 128
-EPOCHS = 6 if FAST else 100
+EPOCHS = 4 if FAST else 100
 steps_per_epoch = math.ceil(len(train_images) / BATCH_SIZE)
 warmup_steps = steps_per_epoch * (1 if FAST else 5)
 

@@ -123,16 +123,22 @@ def write_text(path, text):
         pathlib.Path(temporary).write_text(text, encoding="utf-8")
 
 
-# Set by Ctrl-C. A KeyboardInterrupt raised while Python runs a `__del__`
-# or a library's catch-all handler is swallowed ("Exception ignored in"), so
-# the training callbacks raise it again at the next batch end
-# (`_training.StopOnInterrupt`).
+# Set by the first Ctrl-C. A KeyboardInterrupt raised from a signal handler
+# lands wherever Python happens to be, and inside a `__del__` or a garbage
+# collector callback (JAX registers one) it is printed as "Exception ignored
+# in" with a traceback and then lost. So while `fit` runs with
+# `_training.StopOnInterrupt`, which sets TRAINING, the handler only sets
+# INTERRUPTED and the callback raises at the next batch end, in ordinary
+# code. Elsewhere, and on a second Ctrl-C, the handler raises at once.
 INTERRUPTED = threading.Event()
+TRAINING = threading.Event()
 
 
 def _on_interrupt(signum, frame):
+    deferred = TRAINING.is_set() and not INTERRUPTED.is_set()
     INTERRUPTED.set()
-    raise KeyboardInterrupt
+    if not deferred:
+        raise KeyboardInterrupt
 
 
 def run(main):

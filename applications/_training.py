@@ -30,6 +30,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _program import INTERRUPTED  # noqa: E402
+from _program import TRAINING  # noqa: E402
 from _program import atomic_path  # noqa: E402
 from _program import write_text  # noqa: E402
 
@@ -144,11 +145,19 @@ def save_model(model, path, save=None):
 
 
 class StopOnInterrupt(keras.callbacks.Callback):
-    """Raises KeyboardInterrupt at the next batch end after a Ctrl-C, in case
-    the first one was swallowed (see `_program.INTERRUPTED`)."""
+    """Raises KeyboardInterrupt at the first batch end after a Ctrl-C. While
+    it trains, the SIGINT handler only sets a flag (see
+    `_program.INTERRUPTED`)."""
+
+    def on_train_begin(self, logs=None):
+        TRAINING.set()
+
+    def on_train_end(self, logs=None):
+        TRAINING.clear()
 
     def on_train_batch_end(self, batch, logs=None):
         if INTERRUPTED.is_set():
+            TRAINING.clear()
             raise KeyboardInterrupt
 
     on_test_batch_end = on_predict_batch_end = on_train_batch_end

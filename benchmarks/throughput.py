@@ -2,7 +2,8 @@
 
 Images: gMLP-Ti/S/B and Mixer-B/16 at 224x224, inference and training (forward,
 backward, AdamW update) images per second, float32 and mixed bfloat16, compiled
-with XLA on TensorFlow and JAX (PyTorch runs eagerly). When timm imports (in this
+with XLA on TensorFlow and JAX (PyTorch runs eagerly; `--torch-compile` adds
+PyTorch with `jit_compile=True`). When timm imports (in this
 interpreter or in `--timm-python`), timm's model of the same name runs in the
 same session, eagerly and with `torch.compile`, and the table shows ours / timm
 and the fraction of the machine's matmul roofline (model FLOPs x throughput /
@@ -118,12 +119,15 @@ def peak_gflops(matmul, size, repeats=5):
 
 
 class KerasWorker:
-    def __init__(self):
+    def __init__(self, compiled=False):
         import keras
         import numpy as np
 
         self.keras, self.np = keras, np
         self.backend = keras.backend.backend()
+        # XLA on TensorFlow and JAX always; `torch.compile` on PyTorch only
+        # for the `--torch-compile` worker.
+        self.jit_compile = self.backend != "torch" or compiled
 
     def peak(self, size):
         ops = self.keras.ops
@@ -148,8 +152,7 @@ class KerasWorker:
                 "segment_ids": np.zeros_like(tokens),
                 "padding_mask": np.ones_like(tokens, bool),
             }
-        # XLA where the backend has it; PyTorch runs eagerly.
-        jit_compile = self.backend != "torch"
+        jit_compile = self.jit_compile
         if spec["mode"] == "infer":
             model.compile(jit_compile=jit_compile)
             return lambda: model.predict_on_batch(x)
@@ -255,7 +258,10 @@ class TimmWorker:
 
 
 def run_worker(kind):
-    worker = KerasWorker() if kind == "keras" else TimmWorker(kind == "timm-compile")
+    if kind.startswith("keras"):
+        worker = KerasWorker(compiled=kind == "keras-compile")
+    else:
+        worker = TimmWorker(compiled=kind == "timm-compile")
     steps = {}
     reply(ready=True)
     for line in sys.stdin:
@@ -344,6 +350,11 @@ def start_workers(args):
         workers.append(
             Worker(f"keras-{backend}", sys.executable, "keras",
                    dict(env, KERAS_BACKEND=backend))
+        )
+    if args.torch_compile and "torch" in args.backends:
+        workers.append(
+            Worker("keras-torch-compile", sys.executable, "keras-compile",
+                   dict(env, KERAS_BACKEND="torch"))
         )
     timm_python = args.timm_python or sys.executable
     if not args.no_timm and "image" in args.tasks and timm_available(timm_python):
@@ -503,7 +514,8 @@ def parse_args(argv=None):
                         help="interpreter that has timm (default: this one)")
     parser.add_argument("--no-timm", action="store_true")
     parser.add_argument("--torch-compile", action="store_true",
-                        help="also time timm under torch.compile (slow to compile)")
+                        help="also time ours on PyTorch with jit_compile=True and timm "
+                        "under torch.compile (slow to compile)")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument(
         "--keep-freed-memory", action="store_true",

@@ -487,7 +487,7 @@ def run_text(args, workers, peak, rows):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", choices=["keras", "timm", "timm-compile"],
+    parser.add_argument("--worker", choices=["keras", "keras-compile", "timm", "timm-compile"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: two-block models at 64x64, batch 2, "

@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import gelu
 from keras_gmlp.layers._quantization import serialized_dtype
@@ -218,8 +219,9 @@ class gMLPBlock(keras.layers.Layer):
         if cache is not None:
             z, sgu_cache = z
         y = dense_on_last_axis(self.output_dense, z)
-        y = self.dropout_layer(y, training=training)
-        outputs = inputs + self.drop_path(y, training=training)
+        outputs = inputs + drop_branch(
+            self.dropout_layer, self.drop_path, y, training
+        )
         if cache is None:
             return outputs
         if self.tiny_attention is not None:

@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import gelu
 from keras_gmlp.layers._quantization import serialized_dtype
@@ -125,7 +126,7 @@ class MixerBlock(keras.layers.Layer):
         x = dense_on_last_axis(expand_dense, x)
         x = gelu(x)
         x = dense_on_last_axis(output_dense, x)
-        return self.drop_path(self.dropout_layer(x, training=training), training=training)
+        return drop_branch(self.dropout_layer, self.drop_path, x, training)
 
     def call(self, inputs, training=None):
         check_rank(self.__class__.__name__, "inputs", inputs.shape, 3)

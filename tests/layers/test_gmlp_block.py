@@ -195,3 +195,22 @@ def test_cache_requires_causal_block(rng):
             np.zeros((1, 1, 8), "float32"),
             cache=block.initial_cache(1, 10), cache_update_index=0,
         )
+
+
+@pytest.mark.parametrize(
+    "rates, regularised",
+    [({}, False), ({"dropout": 0.3}, True), ({"drop_path_rate": 0.5}, True)],
+)
+def test_dropout_and_stochastic_depth_act_only_in_training(rng, rates, regularised):
+    block, _ = _block(rng, **rates)
+    x = rng.standard_normal((16, 10, 8)).astype("float32")
+    inference = to_numpy(block(x, training=False))
+    training = to_numpy(block(x, training=True))
+    if regularised:
+        assert np.abs(training - inference).max() > 1e-3
+    else:
+        np.testing.assert_array_equal(training, inference)
+    if "drop_path_rate" in rates:
+        # A dropped sample's branch is zero: its output is its input.
+        dropped = np.all(training == x, axis=(1, 2))
+        assert 0 < dropped.sum() < len(x)

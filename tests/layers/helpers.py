@@ -72,3 +72,22 @@ def call_with_pinned_seeds(layer, *args, **kwargs):
 
 def to_numpy(x):
     return keras.ops.convert_to_numpy(keras.ops.cast(x, "float32")).astype(np.float64)
+
+
+# (rates, whether training changes the output) for a block's dropout and
+# stochastic depth.
+REGULARISATION_CASES = [
+    ({}, False), ({"dropout": 0.3}, True), ({"drop_path_rate": 0.5}, True),
+]
+
+
+def outputs_in_training(block, x, regularised):
+    """Checks that `block` differs from inference in training exactly when it
+    is regularised, and returns its training output."""
+    inference = to_numpy(block(x, training=False))
+    training = to_numpy(block(x, training=True))
+    if regularised:
+        assert np.abs(training - inference).max() > 1e-3
+    else:
+        np.testing.assert_array_equal(training, inference)
+    return training

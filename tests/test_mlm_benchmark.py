@@ -66,6 +66,8 @@ def _check_merge(tmp_path, results):
     module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(second)])
     merged = json.loads((merged_dir / "mlm_vs_transformer.json").read_text())
     assert merged["seeds"] == [0, 7]
+    assert merged["process_seconds"] == [results["seconds"], other["seconds"]]
+    assert merged["seconds"] == sum(merged["process_seconds"])
     for name, summary in merged["summary"].items():
         finals = [run["curve"][-1]["heldout_perplexity"] for run in merged["runs"][name]]
         assert summary["min_perplexity"] == min(finals)

@@ -562,9 +562,9 @@ def merge(args):
     results = dict(first)
     results["command"] = [part["command"] for part in parts]
     results["seeds"] = sorted(seeds)
-    # Whether the processes ran side by side or one after another is not
-    # recorded, so both readings are kept: the sum is the wall time of the
-    # second, the longest process that of the first.
+    # How the processes shared the machine is not recorded. The sum is the
+    # wall time when they ran one after another (the faster way on 2 cores);
+    # the longest is kept for processes run side by side.
     results["process_seconds"] = [part["seconds"] for part in parts]
     results["seconds"] = sum(results["process_seconds"])
     results["runs"] = {

@@ -494,6 +494,7 @@ def plot(results, args, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib import ticker
 
     figure, axis = plt.subplots(figsize=(7, 4.5), dpi=100)
     for name in args.models:
@@ -506,6 +507,11 @@ def plot(results, args, path):
         axis.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.25)
     axis.axhline(results["unigram_perplexity"], color="gray", linestyle=":", label="unigram")
     axis.set_yscale("log")
+    # Labels at 1, 2 and 5 per decade, as plain numbers: matplotlib's default
+    # for a log axis that spans one or two decades is "2x10^1".
+    axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+    axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.yaxis.set_minor_formatter(ticker.NullFormatter())
     axis.set_xlabel("training step")
     axis.set_ylabel("held-out masked-token perplexity")
     num_seeds = len(results["runs"][args.models[0]])

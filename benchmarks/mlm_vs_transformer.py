@@ -510,7 +510,7 @@ def plot(results, args, path):
     # Labels at 1, 2 and 5 per decade, as plain numbers: matplotlib's default
     # for a log axis that spans one or two decades is "2x10^1".
     axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
-    axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.yaxis.set_major_formatter(ticker.StrMethodFormatter("{x:g}"))
     axis.yaxis.set_minor_formatter(ticker.NullFormatter())
     axis.set_xlabel("training step")
     axis.set_ylabel("held-out masked-token perplexity")

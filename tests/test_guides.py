@@ -142,7 +142,8 @@ def test_guide_runs_in_fast_mode(guide, tmp_path):
         result.returncode == 0
     ), f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     results = json.loads(results_path.read_text())
-    for variable, check in EXPECTATIONS.get(name, {}).items():
+    assert EXPECTATIONS.get(name), f"{name}: no expectations in EXPECTATIONS"
+    for variable, check in EXPECTATIONS[name].items():
         assert variable in results, f"{name} defines no numeric `{variable}`"
         assert check(
             results[variable]

@@ -53,6 +53,72 @@ def test_readme_example_runs(index, tmp_path, monkeypatch):
         write_timm_checkpoint(tmp_path / "gmlp_s16_224.safetensors")
     if "cat.jpg" in code:
         write_image(tmp_path / "cat.jpg")
-    exec(compile(code, f"README.md example {index}", "exec"), {"__name__": "readme"})
+    namespace = {"__name__": "readme"}
+    exec(compile(code, f"README.md example {index}", "exec"), namespace)
     for name in re.findall(r"savefig\(\"([^\"]+)\"\)", code):
         assert (tmp_path / name).stat().st_size > 0
+    checks = [check for marker, check in RESULT_CHECKS.items() if marker in code]
+    assert checks, f"README example {index} has no result check in this file"
+    for check in checks:
+        check(namespace)
+
+
+def check_layers_example(namespace):
+    model = namespace["model"]
+    assert model.output_shape == (None, 10)
+    # Stem 4*4*3*64 + 64; per block: norm 128, Dense 64->384, SGU norm
+    # 2*192, W 64*64 + b 64, Dense 192->64; final norm 128; head 64*10 + 10.
+    block = 128 + (64 * 384 + 384) + 2 * 192 + 64 * 64 + 64 + (192 * 64 + 64)
+    expected = (4 * 4 * 3 * 64 + 64) + 4 * block + 128 + (64 * 10 + 10)
+    assert model.count_params() == expected
+    assert np.isfinite(model.history.history["loss"][-1])
+
+
+def check_timm_example(namespace):
+    import keras
+
+    predictions = namespace["predictions"]
+    assert predictions.shape == (1, 1000)
+    np.testing.assert_allclose(predictions.sum(), 1.0, rtol=1e-4)
+    decoded = namespace["keras_gmlp"].applications.decode_predictions(predictions, top=3)
+    scores = [score for _, _, score in decoded[0]]
+    assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    np.testing.assert_allclose(scores[0], predictions.max(), rtol=1e-6)
+    # gMLP-S/16 (REFERENCE.md: timm's gmlp_s16_224), at 224x320 too: the
+    # spatial weights grow, 14x20 = 280 tokens, and nothing else does.
+    model, wide = namespace["model"], namespace["wide"]
+    assert model.count_params() == 19_422_656
+    assert wide.output_shape == (None, 1000)
+    kernel = wide.get_layer("blocks_0").spatial_gating_unit.kernel
+    assert tuple(kernel.shape)[-2:] == (280, 280)
+    assert wide.count_params() - model.count_params() == 30 * (280**2 + 280 - 196**2 - 196)
+    keras.backend.clear_session()
+
+
+def check_causal_lm_example(namespace):
+    outputs = namespace["outputs"]
+    assert len(outputs) == 2
+    for prompt, text in zip(["the for statement", "a class definition"], outputs):
+        assert text.startswith(prompt) and len(text) > len(prompt), (prompt, text)
+
+
+def check_preset_example(namespace):
+    classifier, restored = namespace["classifier"], namespace["restored"]
+    images, features = namespace["images"], namespace["features"]
+    np.testing.assert_allclose(
+        restored.predict(images, verbose=0), classifier.predict(images, verbose=0),
+        atol=1e-5,
+    )
+    # gMLP-Ti: width 128; 64x64 images in 16x16 patches make a 4x4 grid.
+    assert len(features) == 2
+    for value in features.values():
+        assert tuple(value.shape) in ((2, 16, 128), (2, 4, 4, 128))
+
+
+# A marker that identifies each README example -> the check of its results.
+RESULT_CHECKS = {
+    "layers.PatchEmbedding(": check_layers_example,
+    "gmlp_s16_224.safetensors": check_timm_example,
+    "gMLPCausalLM(": check_causal_lm_example,
+    "save_to_preset(": check_preset_example,
+}

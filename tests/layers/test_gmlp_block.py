@@ -37,7 +37,9 @@ def test_forward_matches_numpy(rng, attention_dim, causal):
 
 
 def test_golden_fixture():
-    """Fixed weights and input saved once; every backend must reproduce it."""
+    """An aMLP block written independently in PyTorch from the paper's
+    pseudocode (tests/fixtures/make_amlp_fixture.py) produced these outputs;
+    every backend must reproduce them."""
     data = np.load(FIXTURE)
     w = {k[2:]: data[k] for k in data.files if k.startswith("w_")}
     block = gMLPBlock(16, 24, 12, attention_dim=8, causal=True)

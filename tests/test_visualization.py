@@ -20,7 +20,7 @@ def test_each_panel_is_a_token_row_of_w_on_the_grid(rng, tmp_path):
             kernels[index]
         )
     figure = plot_spatial_weights(model, blocks=[0, 2], tokens=[5, (2, 3)])
-    axes = figure.axes
+    axes = [ax for ax in figure.axes if ax.images]
     assert len(axes) == 4
     expected = [
         kernels[0, 0, 5], kernels[0, 0, 11], kernels[2, 0, 5], kernels[2, 0, 11]
@@ -36,7 +36,7 @@ def test_each_panel_is_a_token_row_of_w_on_the_grid(rng, tmp_path):
 
 def test_defaults_spread_blocks_and_tokens():
     figure = plot_spatial_weights(tiny_gmlp())
-    assert len(figure.axes) == 3 * 5
+    assert len([ax for ax in figure.axes if ax.images]) == 3 * 5
 
 
 def test_bad_arguments_raise():
@@ -54,4 +54,5 @@ def test_bad_arguments_raise():
     headless = keras.Sequential([keras.Input((12, 8)), model.get_layer("blocks_0")])
     with pytest.raises(ValueError, match="grid_shape"):
         plot_spatial_weights(headless)
-    assert len(plot_spatial_weights(headless, grid_shape=(3, 4), tokens=[0]).axes) == 1
+    figure = plot_spatial_weights(headless, grid_shape=(3, 4), tokens=[0])
+    assert len([ax for ax in figure.axes if ax.images]) == 1

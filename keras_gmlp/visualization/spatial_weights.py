@@ -1,17 +1,14 @@
-"""Pictures of what gMLP models learn."""
+"""The spatial projections of gMLP image models, on the patch grid."""
 
-import keras
 import numpy as np
 
-from keras_gmlp.layers import PatchEmbedding
 from keras_gmlp.layers import gMLPBlock
-
-
-def _spread(count, limit):
-    """`limit` evenly spaced indices of `range(count)`, first and last included."""
-    if count <= limit:
-        return list(range(count))
-    return sorted({int(round(i)) for i in np.linspace(0, count - 1, limit)})
+from keras_gmlp.visualization._panels import check_indices
+from keras_gmlp.visualization._panels import draw_map
+from keras_gmlp.visualization._panels import layers_of_type
+from keras_gmlp.visualization._panels import spread
+from keras_gmlp.visualization._panels import to_numpy
+from keras_gmlp.visualization._panels import token_grid
 
 
 def plot_spatial_weights(
@@ -31,7 +28,7 @@ def plot_spatial_weights(
     Figure 3) finds them local and shift-invariant, like convolutions,
     without that prior being built in. Each panel is one token's row in one
     block, with a symmetric colour scale (blue negative, red positive) and
-    the token itself marked with a cross.
+    the token itself marked with a cross, and its own colour bar.
 
     Args:
         model: a Keras model containing `gMLPBlock` layers, e.g. from
@@ -63,39 +60,51 @@ def plot_spatial_weights(
     # Imported here so the library does not need matplotlib to be installed.
     from matplotlib.figure import Figure
 
-    gmlp_blocks = [layer for layer in model.layers if isinstance(layer, gMLPBlock)]
-    if not gmlp_blocks:
-        raise ValueError(
-            "plot_spatial_weights needs a model with gMLPBlock layers. "
-            f"Received: model={model.name!r}"
-        )
-    if grid_shape is None:
-        stems = [layer for layer in model.layers if isinstance(layer, PatchEmbedding)]
-        if not stems:
-            raise ValueError(
-                "The model has no PatchEmbedding to read the token grid from; "
-                "pass `grid_shape=(rows, columns)`. Received: grid_shape=None"
-            )
-        grid_shape = stems[0].grid_shape(stems[0].input.shape)
-    rows, columns = (int(size) for size in grid_shape)
+    gmlp_blocks = layers_of_type(model, gMLPBlock, "plot_spatial_weights")
+    rows, columns = _checked_grid(model, grid_shape, gmlp_blocks[0].sequence_length)
+    blocks = check_indices(
+        "blocks", spread(len(gmlp_blocks), 6) if blocks is None else blocks,
+        len(gmlp_blocks),
+    )
+    positions = _token_positions(tokens, rows, columns)
+    num_heads = gmlp_blocks[0].spatial_gating_unit.num_heads
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < num_heads:
+        raise ValueError(f"`head` must be in [0, {num_heads}). Received: head={head}")
+
+    figure = Figure(
+        figsize=(panel_size * 1.25 * len(positions), panel_size * len(blocks)),
+        layout="constrained",
+    )
+    axes = figure.subplots(len(blocks), len(positions), squeeze=False)
     num_tokens = rows * columns
-    sequence_length = gmlp_blocks[0].sequence_length
-    if num_tokens > sequence_length:
+    for row_axes, index in zip(axes, blocks):
+        kernel = to_numpy(gmlp_blocks[index].spatial_gating_unit.kernel)
+        kernel = kernel[head, :num_tokens, :num_tokens]
+        for ax, (row, column) in zip(row_axes, positions):
+            weights = kernel[row * columns + column].reshape(rows, columns)
+            draw_map(
+                figure, ax, weights, np.abs(weights).max(), cmap,
+                f"block {index}\ntoken ({row}, {column})",
+            )
+            ax.plot(column, row, marker="x", color="black", markersize=4)
+    return figure
+
+
+def _checked_grid(model, grid_shape, sequence_length):
+    rows, columns = token_grid(model, grid_shape)
+    if rows * columns > sequence_length:
         raise ValueError(
             f"The blocks mix {sequence_length} tokens, fewer than a "
-            f"{rows}x{columns} grid. Received: grid_shape={tuple(grid_shape)}"
+            f"{rows}x{columns} grid. Received: grid_shape={(rows, columns)}"
         )
+    return rows, columns
 
-    if blocks is None:
-        blocks = _spread(len(gmlp_blocks), 6)
-    for index in blocks:
-        if not 0 <= index < len(gmlp_blocks):
-            raise ValueError(
-                f"Block indices must be in [0, {len(gmlp_blocks)}). "
-                f"Received: blocks={list(blocks)}"
-            )
+
+def _token_positions(tokens, rows, columns):
+    """`(row, column)` of each token index or pair; defaults to the centre
+    and four tokens half-way to the corners."""
     if tokens is None:
-        tokens = [
+        return [
             (rows // 2, columns // 2),
             (rows // 4, columns // 4),
             (rows // 4, (3 * columns) // 4),
@@ -114,29 +123,4 @@ def plot_spatial_weights(
                 f"Received: tokens={list(tokens)}"
             )
         positions.append((int(row), int(column)))
-    num_heads = gmlp_blocks[0].spatial_gating_unit.num_heads
-    if not 0 <= head < num_heads:
-        raise ValueError(
-            f"`head` must be in [0, {num_heads}). Received: head={head}"
-        )
-
-    figure = Figure(
-        figsize=(panel_size * len(positions), panel_size * len(blocks)),
-        layout="constrained",
-    )
-    axes = figure.subplots(len(blocks), len(positions), squeeze=False)
-    for row_axes, index in zip(axes, blocks):
-        kernel = np.asarray(
-            keras.ops.convert_to_numpy(
-                gmlp_blocks[index].spatial_gating_unit.kernel
-            )
-        )[head, :num_tokens, :num_tokens]
-        for ax, (row, column) in zip(row_axes, positions):
-            weights = kernel[row * columns + column].reshape(rows, columns)
-            limit = float(np.abs(weights).max()) or 1.0
-            ax.imshow(weights, cmap=cmap, vmin=-limit, vmax=limit)
-            ax.plot(column, row, marker="x", color="black", markersize=4)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.set_title(f"block {index}, token ({row}, {column})", fontsize=6)
-    return figure
+    return positions

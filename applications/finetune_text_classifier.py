@@ -30,12 +30,12 @@ summary.json.
 import pathlib
 import time
 
-from _program import make_parser
-from _program import positive_int
-from _program import prepare_output_dir
-from _program import run
-from _program import unit_float
-from _text_flags import flag_given
+from _shared.flags import flag_given
+from _shared.flags import make_parser
+from _shared.flags import positive_int
+from _shared.flags import prepare_output_dir
+from _shared.flags import unit_float
+from _shared.interrupt import run
 
 DEFAULT_PRESET = "outputs/pretrain_mlm/final_preset"
 # The offline task's classes: standard-library packages with many
@@ -101,20 +101,20 @@ def offline_task(args):
     they come from."""
     import numpy as np
 
-    import _text_data as text_data
+    from keras_gmlp.utils import text_corpus
 
     rng = np.random.default_rng(0)
     split = {"train": [], "test": []}
     for label, package in enumerate(PACKAGES):
         files = [
-            name for name in text_data.stdlib_module_files(package)
-            if text_data.module_docstrings(name)
+            name for name in text_corpus.stdlib_module_files(package)
+            if text_corpus.module_docstrings(name)
         ]
         texts_of = {
             name: [
                 paragraph
-                for docstring in text_data.module_docstrings(name)
-                for paragraph in text_data.paragraphs(docstring)
+                for docstring in text_corpus.module_docstrings(name)
+                for paragraph in text_corpus.paragraphs(docstring)
             ]
             for name in files
         }
@@ -155,7 +155,7 @@ def offline_task(args):
 def tfds_task(parser, args):
     import numpy as np
 
-    import _text_data as text_data
+    import _shared.text_data as text_data
 
     try:
         builder = text_data.tfds_builder(args.dataset, args.data_dir)
@@ -226,7 +226,7 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from _training import save_figure
+    from _shared.report import save_figure
 
     k = len(class_names)
     matrix = np.zeros((k, k), dtype=int)
@@ -247,26 +247,43 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
     save_figure(figure, path)
 
 
+def train_classifier(args, classifier, train, test):
+    """Fits `classifier` on the train texts; returns (trainer, history)."""
+    import keras
+
+    from _shared.batches import EpochSeededBatches
+    from _shared.text_training import fit_task
+
+    train_x = pack(classifier.preprocessor, train["texts"])
+    batches = EpochSeededBatches(train_x, train["labels"], args.batch_size, args.seed)
+    compile_args = {
+        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        "metrics": ["accuracy"],
+    }
+    return fit_task(
+        classifier, batches, test, args, compile_args, monitor="val_accuracy", mode="max"
+    )
+
+
+def load_task(parser, args):
+    """(train, test, class names, split name, task name) of --dataset or
+    of the offline task."""
+    if args.dataset:
+        return *tfds_task(parser, args), args.dataset
+    return *offline_task(args), "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
     import keras
     import numpy as np
 
-    from _training import EpochSeededBatches
-    from _training import fit_verbose
-    from _training import plot_history
-    from _training import resumable_callbacks
-    from _training import save_model
-    from _training import write_summary
+    from _shared.report import plot_history
+    from _shared.report import write_summary
     from keras_gmlp.models import gMLPTextClassifier
 
-    if args.dataset:
-        train, test, class_names, eval_split = tfds_task(parser, args)
-        task_name = args.dataset
-    else:
-        train, test, class_names, eval_split = offline_task(args)
-        task_name = "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
+    train, test, class_names, eval_split, task_name = load_task(parser, args)
     majority = int(np.bincount(train["labels"], minlength=len(class_names)).argmax())
     majority_accuracy = float(np.mean(test["labels"] == majority))
     print(
@@ -275,7 +292,6 @@ def main(argv=None):
         f"common train class ({class_names[majority]}) scores {majority_accuracy:.4f}.",
         flush=True,
     )
-
     keras.utils.set_random_seed(args.seed)
     try:
         classifier = gMLPTextClassifier.from_preset(
@@ -283,41 +299,8 @@ def main(argv=None):
         )
     except Exception as error:
         raise SystemExit(f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}")
-    train_x = pack(classifier.preprocessor, train["texts"])
     test_x = pack(classifier.preprocessor, test["texts"])
-    batches = EpochSeededBatches(train_x, train["labels"], args.batch_size, args.seed)
-    total_steps = args.epochs * len(batches)
-    warmup_steps = max(1, total_steps // 10)
-    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the epoch-seeded batches as they are.
-    trainer = keras.Model(classifier.input, classifier.output, name="classifier_trainer")
-    trainer.compile(
-        optimizer=keras.optimizers.AdamW(
-            learning_rate=keras.optimizers.schedules.CosineDecay(
-                0.0, max(1, total_steps - warmup_steps),
-                warmup_target=args.learning_rate, warmup_steps=warmup_steps,
-            ),
-            weight_decay=args.weight_decay,
-            clipnorm=1.0,
-        ),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
-    callbacks, history = resumable_callbacks(
-        args.output_dir, monitor="val_accuracy", mode="max",
-        save=classifier.save_to_preset, best_name="best_preset",
-    )
-    trainer.fit(
-        batches,
-        epochs=args.epochs,
-        validation_data=(test_x, test["labels"]),
-        callbacks=callbacks + [batches.epoch_callback()],
-        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
-        # their order draws from the global random state.
-        shuffle=False,
-        verbose=fit_verbose(),
-    )
-    save_model(classifier, args.output_dir / "final_preset", classifier.save_to_preset)
+    trainer, history = train_classifier(args, classifier, train, (test_x, test["labels"]))
     logits = trainer.predict(test_x, batch_size=256, verbose=0)
     predictions = np.argmax(logits, axis=-1)
     accuracy = float(np.mean(predictions == test["labels"]))

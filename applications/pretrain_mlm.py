@@ -26,15 +26,16 @@ training_curves.png, heldout_accuracy_by_frequency.png and summary.json.
     python applications/pretrain_mlm.py --model amlp --epochs 20
 """
 
-import sys
 import time
 
-from _program import make_parser
-from _program import positive_int
-from _program import prepare_output_dir
-from _program import run
-from _program import unit_float
-from _text_flags import flag_given
+from _shared.flags import add_optimizer_flags
+from _shared.flags import check_language_model_flags
+from _shared.flags import flag_given
+from _shared.flags import make_parser
+from _shared.flags import positive_int
+from _shared.flags import prepare_output_dir
+from _shared.flags import unit_float
+from _shared.interrupt import run
 
 SMALL_MODELS = ("gmlp", "amlp")
 PAPER_MODELS = {
@@ -63,7 +64,7 @@ FAST = {
 HELDOUT_MASK_SEED = 12345
 
 
-def parse_args(argv=None):
+def build_parser():
     parser = make_parser(__doc__, "outputs/pretrain_mlm")
     parser.set_defaults(epochs=6, batch_size=32)
     parser.add_argument("--model", choices=MODELS, default="gmlp",
@@ -82,10 +83,7 @@ def parse_args(argv=None):
                         help="tokens per window, [CLS] and [SEP] included")
     parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
                         help="WordPiece vocabulary size to train (a small corpus may give fewer)")
-    parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
-    parser.add_argument("--learning-rate", type=float, default=1e-3,
-                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
-    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    add_optimizer_flags(parser)
     parser.add_argument("--heldout-fraction", type=unit_float, default=0.1,
                         help="share of documents held out (when the corpus has no validation split)")
     parser.add_argument("--dataset",
@@ -96,8 +94,12 @@ def parse_args(argv=None):
                         "or its only text feature)")
     parser.add_argument("--max-documents", type=positive_int, default=50000,
                         help="most --dataset documents read per split")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def parse_args(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
     paper = args.model in PAPER_MODELS
     for name in SMALL_DEFAULTS:
         value = getattr(args, name)
@@ -108,8 +110,6 @@ def parse_args(argv=None):
             )
         if value is None:
             setattr(args, name, FAST[name] if args.fast else SMALL_DEFAULTS[name])
-    if args.intermediate_dim % 2:
-        parser.error(f"--intermediate-dim must be even; received {args.intermediate_dim}")
     if args.model != "amlp":
         args.attention_dim = None
     if args.fast:
@@ -117,12 +117,7 @@ def parse_args(argv=None):
         args.vocabulary_size = min(args.vocabulary_size, FAST["vocabulary_size"])
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
-    if args.sequence_length < 8:
-        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
-    if args.vocabulary_size < 50:
-        parser.error(f"--vocabulary-size must be at least 50; received {args.vocabulary_size}")
-    if args.heldout_fraction == 0:
-        parser.error("--heldout-fraction must be above 0: the held-out text scores the model")
+    check_language_model_flags(parser, args)
     if (args.data_dir or args.text_feature) and not args.dataset:
         parser.error("--data-dir and --text-feature need --dataset")
     args.output_dir = prepare_output_dir(parser, args.output_dir)
@@ -131,18 +126,23 @@ def parse_args(argv=None):
 
 def load_documents(parser, args):
     """({name: text} to train on, {name: text} held out)."""
-    import _text_data as text_data
+    from _shared.text_training import split_documents
+    from keras_gmlp.utils.text_corpus import reference_documents
 
     if args.dataset is None:
-        documents = text_data.reference_documents()
-        if args.fast:
-            names = sorted(documents)[: FAST["documents"]]
-            documents = {name: documents[name] for name in names}
-        train, heldout = text_data.split_names(documents, args.heldout_fraction)
-        return (
-            {name: documents[name] for name in train},
-            {name: documents[name] for name in heldout},
-        )
+        limit = FAST["documents"] if args.fast else None
+        return split_documents(reference_documents(), args.heldout_fraction, limit)
+    train, heldout = load_tfds_documents(parser, args)
+    if heldout is None:
+        return split_documents(train, args.heldout_fraction)
+    return train, heldout
+
+
+def load_tfds_documents(parser, args):
+    """({name: text} of --dataset's train split, {name: text} of its
+    validation or test split, or None when it has neither)."""
+    import _shared.text_data as text_data
+
     try:
         builder = text_data.tfds_builder(args.dataset, args.data_dir)
     except ValueError as error:
@@ -158,24 +158,18 @@ def load_documents(parser, args):
         )
     splits = set(builder.info.splits)
     limit = FAST["documents"] if args.fast else args.max_documents
+    heldout_split = next((s for s in ("validation", "test") if s in splits), None)
+    texts = {}
     try:
-        train = text_data.load_tfds_columns(builder, "train", [feature], limit)[feature]
-        heldout_split = next((s for s in ("validation", "test") if s in splits), None)
-        if heldout_split:
-            heldout = text_data.load_tfds_columns(builder, heldout_split, [feature], limit)[feature]
+        for split in ("train", heldout_split) if heldout_split else ("train",):
+            columns = text_data.load_tfds_columns(builder, split, [feature], limit)
+            texts[split] = {f"{split}:{i}": text for i, text in enumerate(columns[feature])}
     except Exception as error:  # tfds' errors for unprepared data vary
         parser.error(
             f"--dataset {args.dataset} could not be read from --data-dir "
             f"{args.data_dir}: {error}"
         )
-    train = {f"train:{i}": text for i, text in enumerate(train)}
-    if not heldout_split:
-        train_names, heldout_names = text_data.split_names(train, args.heldout_fraction)
-        return (
-            {name: train[name] for name in train_names},
-            {name: train[name] for name in heldout_names},
-        )
-    return train, {f"{heldout_split}:{i}": text for i, text in enumerate(heldout)}
+    return texts["train"], texts.get(heldout_split)
 
 
 def build_masked_lm(args, vocabulary_size):
@@ -202,20 +196,6 @@ def build_masked_lm(args, vocabulary_size):
     return gMLPMaskedLM(backbone)
 
 
-def unigram_perplexity(train_ids, labels, vocabulary_size):
-    """Perplexity of guessing each held-out masked token from its train
-    frequency alone (add-one smoothed): what ignoring context scores."""
-    import numpy as np
-
-    from _text_data import FIRST_WORD_ID
-
-    counts = np.bincount(train_ids.ravel(), minlength=vocabulary_size)[:vocabulary_size]
-    counts[:FIRST_WORD_ID] = 0
-    probabilities = (counts + 1) / (counts + 1).sum()
-    real = labels[labels > 0]
-    return float(np.exp(-np.log(probabilities[real]).mean())), counts
-
-
 def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     """Held-out masked-token accuracy for rare to frequent tokens: a
     masked LM first learns the frequent ones."""
@@ -225,7 +205,7 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from _training import save_figure
+    from _shared.report import save_figure
 
     logits = model.predict(heldout_x, batch_size=256, verbose=0)
     real = labels > 0
@@ -245,51 +225,45 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     save_figure(figure, path)
 
 
-def main(argv=None):
-    parser, args = parse_args(argv)
-    started = time.time()
-    import keras
+def masked_corpus(parser, args):
+    """The tokenizer, the train windows, and the held-out windows masked
+    once with HELDOUT_MASK_SEED, with the facts the summary reports."""
     import numpy as np
 
-    import _text_data as text_data
-    from _training import fit_verbose
-    from _training import plot_history
-    from _training import resumable_callbacks
-    from _training import save_model
-    from _training import write_summary
+    from _shared.text_training import corpus_facts
+    from _shared.text_training import print_corpus
+    from _shared.text_training import windowed_corpus
+    from keras_gmlp.utils import text_corpus
+
+    train_documents, heldout_documents = load_documents(parser, args)
+    tokenizer, train_ids, heldout_ids = windowed_corpus(
+        train_documents, heldout_documents, args.vocabulary_size, args.sequence_length
+    )
+    num_slots = text_corpus.mask_slots(args.sequence_length)
+    heldout_x, heldout_y = text_corpus.mask_tokens(
+        heldout_ids, np.random.default_rng(HELDOUT_MASK_SEED), num_slots,
+        tokenizer.token_to_id("[MASK]"), tokenizer.vocabulary_size(),
+    )
+    corpus = corpus_facts(
+        args.dataset or "pydoc_data.topics (Python Language Reference)",
+        train_documents, heldout_documents, len(train_ids), len(heldout_ids),
+    )
+    print_corpus("Corpus", corpus, args.sequence_length, tokenizer.vocabulary_size())
+    return tokenizer, train_ids, (heldout_x, heldout_y), corpus
+
+
+def train(args, tokenizer, train_ids, heldout):
+    """Builds and trains the masked LM; returns (model, trainer, history)."""
+    import keras
+
+    from _shared.batches import masked_batches
+    from _shared.text_training import fit_task
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
     from keras_gmlp.models import gMLPMaskedLMPreprocessor
 
-    output_dir = args.output_dir
-    train_documents, heldout_documents = load_documents(parser, args)
-    tokenizer = text_data.train_tokenizer(
-        list(train_documents.values()), args.vocabulary_size
-    )
     vocabulary_size = tokenizer.vocabulary_size()
-    start_id, end_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    mask_id = tokenizer.token_to_id("[MASK]")
-
-    def windows(documents):
-        tokens = text_data.tokenize(tokenizer, list(documents.values()))
-        return text_data.pack_windows(tokens, args.sequence_length, start_id, end_id)
-
-    train_ids, heldout_ids = windows(train_documents), windows(heldout_documents)
-    if len(train_ids) == 0 or len(heldout_ids) == 0:
-        raise SystemExit("The corpus gave no train or no held-out windows: use more text.")
-    num_slots = text_data.mask_slots(args.sequence_length)
-    heldout_x, heldout_y = text_data.mask_tokens(
-        heldout_ids, np.random.default_rng(HELDOUT_MASK_SEED), num_slots, mask_id,
-        vocabulary_size,
-    )
-    unigram, counts = unigram_perplexity(train_ids, heldout_y, vocabulary_size)
-    print(
-        f"Corpus: {len(train_documents)} train and {len(heldout_documents)} held-out "
-        f"documents, {len(train_ids)} and {len(heldout_ids)} windows of "
-        f"{args.sequence_length} tokens; vocabulary {vocabulary_size} word pieces.",
-        flush=True,
-    )
-
+    num_slots = heldout[1].shape[1]
     keras.utils.set_random_seed(args.seed)
     model = build_masked_lm(args, vocabulary_size)
     # The batches are masked here; the preprocessor goes into the presets,
@@ -297,73 +271,53 @@ def main(argv=None):
     model.preprocessor = gMLPMaskedLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length, mask_selection_length=num_slots
     )
-    batches = text_data.masked_batches(
-        train_ids, args.batch_size, args.seed, num_slots, mask_id, vocabulary_size
+    batches = masked_batches(
+        train_ids, args.batch_size, args.seed, num_slots,
+        tokenizer.token_to_id("[MASK]"), vocabulary_size,
     )
-    total_steps = args.epochs * len(batches)
-    warmup_steps = max(1, total_steps // 10)
-    schedule = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0,
-        decay_steps=max(1, total_steps - warmup_steps),
-        warmup_target=args.learning_rate,
-        warmup_steps=warmup_steps,
-    )
-    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the epoch-seeded batches as they are.
-    trainer = keras.Model(model.input, model.output, name="masked_lm_trainer")
-    trainer.compile(
-        optimizer=keras.optimizers.AdamW(
-            learning_rate=schedule, weight_decay=args.weight_decay, clipnorm=1.0
-        ),
+    compile_args = {
         # Label 0 marks the mask slots a short window leaves unused.
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=[MaskedLMAccuracy(), MaskedLMPerplexity()],
+        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        "metrics": [MaskedLMAccuracy(), MaskedLMPerplexity()],
+    }
+    trainer, history = fit_task(
+        model, batches, heldout, args, compile_args, monitor="val_masked_lm_perplexity"
     )
+    return model, trainer, history
 
-    callbacks, history = resumable_callbacks(
-        output_dir, monitor="val_masked_lm_perplexity", mode="min",
-        save=model.save_to_preset, best_name="best_preset",
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    started = time.time()
+    from _shared.text_training import write_language_model_summary
+    from _shared.report import plot_history
+    from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
+    from keras_gmlp.utils.text_corpus import unigram_perplexity
+
+    output_dir = args.output_dir
+    tokenizer, train_ids, heldout, corpus = masked_corpus(parser, args)
+    heldout_x, heldout_y = heldout
+    unigram, counts = unigram_perplexity(
+        train_ids, heldout_y, tokenizer.vocabulary_size(), FIRST_WORD_ID
     )
-    trainer.fit(
-        batches,
-        epochs=args.epochs,
-        validation_data=(heldout_x, heldout_y),
-        callbacks=callbacks + [batches.epoch_callback()],
-        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
-        # their order draws from the global random state.
-        shuffle=False,
-        verbose=fit_verbose(),
-    )
-    save_model(model, output_dir / "final_preset", model.save_to_preset)
+    model, trainer, history = train(args, tokenizer, train_ids, heldout)
     scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
     accuracy = float(scores["masked_lm_accuracy"])
     perplexity = float(scores["masked_lm_perplexity"])
-
     plot_history(history, output_dir / "training_curves.png",
                  f"{args.model} masked LM on {args.dataset or 'the Python reference'}")
     plot_accuracy_by_frequency(
         trainer, heldout_x, heldout_y, counts, output_dir / "heldout_accuracy_by_frequency.png"
     )
-    backbone = model.backbone
-    summary = write_summary(
-        output_dir / "summary.json", args, started,
-        heldout_masked_token_accuracy=accuracy,
-        heldout_masked_token_perplexity=perplexity,
-        unigram_perplexity=unigram,
-        heldout_masked_tokens=int((heldout_y > 0).sum()),
-        parameters=int(model.count_params()),
-        non_embedding_parameters=int(backbone.count_non_embedding_params()),
-        vocabulary_size=vocabulary_size,
-        corpus={
-            "name": args.dataset or "pydoc_data.topics (Python Language Reference)",
-            "train_documents": len(train_documents),
-            "heldout_documents": len(heldout_documents),
-            "train_windows": int(len(train_ids)),
-            "heldout_windows": int(len(heldout_ids)),
+    summary = write_language_model_summary(
+        args, started, model, history,
+        {
+            "heldout_masked_token_accuracy": accuracy,
+            "heldout_masked_token_perplexity": perplexity,
+            "unigram_perplexity": unigram,
+            "heldout_masked_tokens": int((heldout_y > 0).sum()),
         },
-        best_preset=str(output_dir / "best_preset"),
-        final_preset=str(output_dir / "final_preset"),
-        epochs_completed=len(history.rows),
+        corpus,
     )
     print(
         f"Held-out masked tokens ({summary['heldout_masked_tokens']}): accuracy "

@@ -28,13 +28,15 @@ import json
 import pathlib
 import time
 
-from _program import make_parser
-from _program import positive_int
-from _program import prepare_output_dir
-from _program import run
-from _program import unit_float
-from _program import write_text
-from _text_flags import flag_given
+from _shared.files import write_text
+from _shared.flags import add_optimizer_flags
+from _shared.flags import check_language_model_flags
+from _shared.flags import flag_given
+from _shared.flags import make_parser
+from _shared.flags import positive_int
+from _shared.flags import prepare_output_dir
+from _shared.flags import unit_float
+from _shared.interrupt import run
 
 MODELS = ("gmlp", "amlp")
 CORPORA = ("reference", "docstrings")
@@ -52,7 +54,7 @@ FAST = {
 }
 
 
-def parse_args(argv=None):
+def build_parser():
     parser = make_parser(__doc__, "outputs/train_causal_lm")
     parser.set_defaults(epochs=8, batch_size=32)
     parser.add_argument("--model", choices=MODELS, default="gmlp",
@@ -69,10 +71,7 @@ def parse_args(argv=None):
                         help="WordPiece vocabulary size to train (a small corpus may give fewer)")
     parser.add_argument("--corpus", choices=CORPORA, default="reference",
                         help="the Python reference, or the standard library's docstrings")
-    parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
-    parser.add_argument("--learning-rate", type=float, default=1e-3,
-                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
-    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    add_optimizer_flags(parser)
     parser.add_argument("--heldout-fraction", type=unit_float, default=0.1,
                         help="share of documents held out")
     parser.add_argument("--preset",
@@ -85,8 +84,12 @@ def parse_args(argv=None):
                         "the model's sequence length")
     parser.add_argument("--samplers", default=",".join(SAMPLERS),
                         help="comma-separated keras-hub samplers to generate with")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def parse_args(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.samplers = [name.strip() for name in args.samplers.split(",") if name.strip()]
     unknown = [name for name in args.samplers if name not in SAMPLERS]
     if unknown or not args.samplers:
@@ -99,40 +102,9 @@ def parse_args(argv=None):
                 setattr(args, name, value)
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
-    if args.intermediate_dim % 2:
-        parser.error(f"--intermediate-dim must be even; received {args.intermediate_dim}")
-    if args.sequence_length < 8:
-        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
-    if args.vocabulary_size < 50:
-        parser.error(f"--vocabulary-size must be at least 50; received {args.vocabulary_size}")
-    if args.heldout_fraction == 0:
-        parser.error("--heldout-fraction must be above 0: the held-out text scores the model")
+    check_language_model_flags(parser, args)
     if args.preset is not None:
-        args.preset = pathlib.Path(args.preset).expanduser()
-        config_path = args.preset / "config.json"
-        if not config_path.is_file():
-            parser.error(
-                f"--preset {args.preset} holds no preset (no config.json). Train "
-                "one with: python applications/train_causal_lm.py"
-            )
-        try:
-            backbone_config = json.loads(config_path.read_text())["config"]
-        except (ValueError, KeyError):
-            parser.error(f"--preset {args.preset}: config.json is not a keras-hub backbone config")
-        if not backbone_config.get("causal"):
-            parser.error(
-                f"--preset {args.preset} holds a bidirectional encoder (e.g. from "
-                "pretrain_mlm.py), which cannot generate. Train a causal one with: "
-                "python applications/train_causal_lm.py"
-            )
-        limit = backbone_config.get("max_sequence_length")
-        if args.max_length > limit:
-            if flag_given(argv, "--max-length"):
-                parser.error(
-                    f"--max-length {args.max_length} exceeds the preset's "
-                    f"max_sequence_length {limit}"
-                )
-            args.max_length = limit
+        check_preset(parser, args, argv)
     elif args.max_length > args.sequence_length:
         if flag_given(argv, "--max-length"):
             parser.error(
@@ -145,25 +117,50 @@ def parse_args(argv=None):
     return parser, args
 
 
+def check_preset(parser, args, argv):
+    """--preset must hold a causal keras-hub preset; --max-length is cut
+    to its max_sequence_length unless given."""
+    args.preset = pathlib.Path(args.preset).expanduser()
+    config_path = args.preset / "config.json"
+    if not config_path.is_file():
+        parser.error(
+            f"--preset {args.preset} holds no preset (no config.json). Train "
+            "one with: python applications/train_causal_lm.py"
+        )
+    try:
+        backbone_config = json.loads(config_path.read_text())["config"]
+    except (ValueError, KeyError):
+        parser.error(f"--preset {args.preset}: config.json is not a keras-hub backbone config")
+    if not backbone_config.get("causal"):
+        parser.error(
+            f"--preset {args.preset} holds a bidirectional encoder (e.g. from "
+            "pretrain_mlm.py), which cannot generate. Train a causal one with: "
+            "python applications/train_causal_lm.py"
+        )
+    limit = backbone_config.get("max_sequence_length")
+    if args.max_length > limit:
+        if flag_given(argv, "--max-length"):
+            parser.error(
+                f"--max-length {args.max_length} exceeds the preset's "
+                f"max_sequence_length {limit}"
+            )
+        args.max_length = limit
+
+
 def load_documents(args):
-    import _text_data as text_data
+    from _shared.text_training import split_documents
+    from keras_gmlp.utils import text_corpus
 
     if args.corpus == "reference":
-        documents = text_data.reference_documents()
+        documents = text_corpus.reference_documents()
     else:
         documents = {}
-        for name in text_data.stdlib_module_files():
-            text = "\n\n".join(text_data.module_docstrings(name))
+        for name in text_corpus.stdlib_module_files():
+            text = "\n\n".join(text_corpus.module_docstrings(name))
             if len(text) > 200:
                 documents[name] = text
-    if args.fast:
-        names = sorted(documents)[: FAST["documents"]]
-        documents = {name: documents[name] for name in names}
-    train, heldout = text_data.split_names(documents, args.heldout_fraction)
-    return (
-        {name: documents[name] for name in train},
-        {name: documents[name] for name in heldout},
-    )
+    limit = FAST["documents"] if args.fast else None
+    return split_documents(documents, args.heldout_fraction, limit)
 
 
 def make_sampler(name, seed):
@@ -198,10 +195,17 @@ def generate_all(causal_lm, prompts, args):
     return generations
 
 
+def write_generations(output_dir, prompts, generations):
+    write_text(
+        output_dir / "generations.json",
+        json.dumps({"prompts": prompts, "generations": generations}, indent=2) + "\n",
+    )
+
+
 def generate_only(parser, args, started):
     import keras
 
-    from _training import write_summary
+    from _shared.report import write_summary
     from keras_gmlp.models import gMLPCausalLM
 
     keras.utils.set_random_seed(args.seed)
@@ -214,10 +218,7 @@ def generate_only(parser, args, started):
         generations = generate_all(causal_lm, prompts, args)
     except ValueError as error:
         parser.error(str(error))
-    write_text(
-        args.output_dir / "generations.json",
-        json.dumps({"prompts": prompts, "generations": generations}, indent=2) + "\n",
-    )
+    write_generations(args.output_dir, prompts, generations)
     write_summary(args.output_dir / "summary.json", args, started, mode="generate",
                   preset=str(args.preset), generations=generations)
 
@@ -231,7 +232,7 @@ def plot_perplexity_by_position(trainer, x, y, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from _training import save_figure
+    from _shared.report import save_figure
 
     logits = trainer.predict(x, batch_size=128, verbose=0).astype("float64")
     logits -= logits.max(axis=-1, keepdims=True)
@@ -252,56 +253,46 @@ def plot_perplexity_by_position(trainer, x, y, path):
     save_figure(figure, path)
 
 
-def main(argv=None):
-    parser, args = parse_args(argv)
-    started = time.time()
-    if args.preset is not None:
-        return generate_only(parser, args, started)
-    import keras
-    import numpy as np
+def next_token_corpus(args):
+    """The tokenizer, and the train and held-out windows as (inputs,
+    next-token labels), with the facts the summary reports."""
+    from _shared.text_training import corpus_facts
+    from _shared.text_training import print_corpus
+    from _shared.text_training import windowed_corpus
 
-    import _text_data as text_data
-    from _training import EpochSeededBatches
-    from _training import fit_verbose
-    from _training import plot_history
-    from _training import resumable_callbacks
-    from _training import save_model
-    from _training import write_summary
+    train_documents, heldout_documents = load_documents(args)
+    # One more token than the model sees: inputs and next-token labels.
+    tokenizer, train_rows, heldout_rows = windowed_corpus(
+        train_documents, heldout_documents, args.vocabulary_size, args.sequence_length + 1
+    )
+
+    def inputs_and_labels(rows):
+        x = {"token_ids": rows[:, :-1], "padding_mask": (rows[:, :-1] != 0).astype("int32")}
+        return x, rows[:, 1:]
+
+    corpus = corpus_facts(
+        args.corpus, train_documents, heldout_documents, len(train_rows), len(heldout_rows)
+    )
+    print_corpus(
+        f"Corpus ({args.corpus})", corpus, args.sequence_length, tokenizer.vocabulary_size()
+    )
+    return tokenizer, inputs_and_labels(train_rows), inputs_and_labels(heldout_rows), corpus
+
+
+def train(args, tokenizer, train_data, heldout):
+    """Builds and trains the causal LM; returns (causal_lm, trainer, history)."""
+    import keras
+
+    from _shared.batches import EpochSeededBatches
+    from _shared.text_training import fit_task
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPCausalLM
     from keras_gmlp.models import gMLPCausalLMPreprocessor
 
-    output_dir = args.output_dir
-    train_documents, heldout_documents = load_documents(args)
-    tokenizer = text_data.train_tokenizer(list(train_documents.values()), args.vocabulary_size)
-    vocabulary_size = tokenizer.vocabulary_size()
-    start_id, end_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-
-    def windows(documents):
-        tokens = text_data.tokenize(tokenizer, list(documents.values()))
-        # One more token than the model sees: inputs and next-token labels.
-        rows = text_data.pack_windows(tokens, args.sequence_length + 1, start_id, end_id)
-        x = {"token_ids": rows[:, :-1], "padding_mask": (rows[:, :-1] != 0).astype("int32")}
-        return x, rows[:, 1:]
-
-    (train_x, train_y), (heldout_x, heldout_y) = windows(train_documents), windows(heldout_documents)
-    if len(train_y) == 0 or len(heldout_y) == 0:
-        raise SystemExit("The corpus gave no train or no held-out windows: use more text.")
-    counts = np.bincount(train_y.ravel(), minlength=vocabulary_size)[:vocabulary_size]
-    counts[0] = 0
-    probabilities = (counts + 1) / (counts + 1).sum()
-    unigram = float(np.exp(-np.log(probabilities[heldout_y[heldout_y > 0]]).mean()))
-    print(
-        f"Corpus ({args.corpus}): {len(train_documents)} train and {len(heldout_documents)} "
-        f"held-out documents, {len(train_y)} and {len(heldout_y)} windows of "
-        f"{args.sequence_length} tokens; vocabulary {vocabulary_size} word pieces.",
-        flush=True,
-    )
-
     keras.utils.set_random_seed(args.seed)
     backbone = gMLPBackbone(
-        vocabulary_size=vocabulary_size,
+        vocabulary_size=tokenizer.vocabulary_size(),
         num_layers=args.num_layers,
         hidden_dim=args.hidden_dim,
         intermediate_dim=args.intermediate_dim,
@@ -313,78 +304,59 @@ def main(argv=None):
     causal_lm = gMLPCausalLM(
         backbone, gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length)
     )
-    batches = EpochSeededBatches(train_x, train_y, args.batch_size, args.seed)
-    total_steps = args.epochs * len(batches)
-    warmup_steps = max(1, total_steps // 10)
-    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the epoch-seeded batches as they are.
-    trainer = keras.Model(causal_lm.input, causal_lm.output, name="causal_lm_trainer")
-    trainer.compile(
-        optimizer=keras.optimizers.AdamW(
-            learning_rate=keras.optimizers.schedules.CosineDecay(
-                0.0, max(1, total_steps - warmup_steps),
-                warmup_target=args.learning_rate, warmup_steps=warmup_steps,
-            ),
-            weight_decay=args.weight_decay,
-            clipnorm=1.0,
-        ),
+    batches = EpochSeededBatches(*train_data, args.batch_size, args.seed)
+    compile_args = {
         # Label 0 ([PAD]) marks the positions after a document's end.
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        metrics=[CausalLMPerplexity()],
+        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        "metrics": [CausalLMPerplexity()],
+    }
+    trainer, history = fit_task(
+        causal_lm, batches, heldout, args, compile_args, monitor="val_causal_lm_perplexity"
     )
-    callbacks, history = resumable_callbacks(
-        output_dir, monitor="val_causal_lm_perplexity", mode="min",
-        save=causal_lm.save_to_preset, best_name="best_preset",
-    )
-    trainer.fit(
-        batches,
-        epochs=args.epochs,
-        validation_data=(heldout_x, heldout_y),
-        callbacks=callbacks + [batches.epoch_callback()],
-        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
-        # their order draws from the global random state.
-        shuffle=False,
-        verbose=fit_verbose(),
-    )
-    save_model(causal_lm, output_dir / "final_preset", causal_lm.save_to_preset)
+    return causal_lm, trainer, history
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    started = time.time()
+    if args.preset is not None:
+        return generate_only(parser, args, started)
+    import keras
+
+    from _shared.text_training import write_language_model_summary
+    from _shared.report import plot_history
+    from keras_gmlp.utils.text_corpus import unigram_perplexity
+
+    output_dir = args.output_dir
+    tokenizer, train_data, heldout, corpus = next_token_corpus(args)
+    (heldout_x, heldout_y), train_y = heldout, train_data[1]
+    unigram, _ = unigram_perplexity(train_y, heldout_y, tokenizer.vocabulary_size(), 1)
+    causal_lm, trainer, history = train(args, tokenizer, train_data, heldout)
     scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
     perplexity = float(scores["causal_lm_perplexity"])
     plot_history(history, output_dir / "training_curves.png",
                  f"causal {args.model} on the {args.corpus} corpus")
     plot_perplexity_by_position(trainer, heldout_x, heldout_y,
                                 output_dir / "perplexity_by_position.png")
+    heldout_tokens = int((heldout_y > 0).sum())
     print(
-        f"Held-out perplexity {perplexity:.2f} over {int((heldout_y > 0).sum())} "
+        f"Held-out perplexity {perplexity:.2f} over {heldout_tokens} "
         f"next tokens (unigram baseline {unigram:.2f}).",
         flush=True,
     )
-
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     keras.utils.set_random_seed(args.seed)
     generations = generate_all(causal_lm, prompts, args)
-    write_text(
-        output_dir / "generations.json",
-        json.dumps({"prompts": prompts, "generations": generations}, indent=2) + "\n",
-    )
-    summary = write_summary(
-        output_dir / "summary.json", args, started,
-        mode="train",
-        heldout_perplexity=perplexity,
-        unigram_perplexity=unigram,
-        heldout_tokens=int((heldout_y > 0).sum()),
-        parameters=int(causal_lm.count_params()),
-        non_embedding_parameters=int(backbone.count_non_embedding_params()),
-        vocabulary_size=vocabulary_size,
-        corpus={
-            "name": args.corpus,
-            "train_documents": len(train_documents),
-            "heldout_documents": len(heldout_documents),
-            "train_windows": int(len(train_y)),
-            "heldout_windows": int(len(heldout_y)),
+    write_generations(output_dir, prompts, generations)
+    summary = write_language_model_summary(
+        args, started, causal_lm, history,
+        {
+            "mode": "train",
+            "heldout_perplexity": perplexity,
+            "unigram_perplexity": unigram,
+            "heldout_tokens": heldout_tokens,
         },
-        best_preset=str(output_dir / "best_preset"),
-        final_preset=str(output_dir / "final_preset"),
-        epochs_completed=len(history.rows),
+        corpus,
         generations=generations,
     )
     print(

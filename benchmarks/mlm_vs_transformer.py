@@ -30,7 +30,6 @@ curves, median over seeds with the min-max band) and mlm_vs_transformer.md
 
 import argparse
 import json
-import math
 import os
 import pathlib
 import statistics
@@ -124,104 +123,33 @@ def parse_args(argv=None):
 # ---------------------------------------------------------------- the corpus
 
 
-def stdlib_docstrings():
-    """{module path: its docstrings}, read with `ast` (nothing is imported)."""
-    import ast
-    import sysconfig
+def load_documents(quick):
+    """{name: text}: the reference's topics, and the stdlib modules'
+    docstrings (the corpus of keras_gmlp.utils.text_corpus)."""
+    from keras_gmlp.utils import text_corpus
 
-    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
-    documents = {}
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        # Third-party packages and test suites are not CPython's prose.
-        if relative.startswith("site-packages/") or "test" in relative.split("/")[0]:
+    topics = text_corpus.reference_documents()
+    documents = {f"topics:{name}": text for name, text in topics.items()}
+    if quick:
+        names = sorted(documents)[:10]
+        return {name: documents[name] for name in names}
+    for relative in text_corpus.stdlib_module_files():
+        # doctest and unittest are about tests, not CPython's prose.
+        if "test" in relative.split("/")[0]:
             continue
-        if "/test" in relative or "idle_test" in relative:
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        nodes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        texts = [ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, nodes)]
-        text = "\n\n".join(text for text in texts if text)
+        text = "\n\n".join(text_corpus.module_docstrings(relative))
         if len(text) > 200:
             documents[f"stdlib:{relative}"] = text
     return documents
 
 
-def load_documents(quick):
-    from pydoc_data import topics
+def mask_batch(token_ids, rng, num_slots, mask_id, vocabulary_size):
+    """text_corpus.mask_tokens' inputs and labels, and the labels' weights
+    (0 for the slots a row leaves unused)."""
+    from keras_gmlp.utils import text_corpus
 
-    documents = {f"topics:{name}": text for name, text in topics.topics.items()}
-    if quick:
-        names = sorted(documents)[:10]
-        return {name: documents[name] for name in names}
-    documents.update(stdlib_docstrings())
-    return documents
-
-
-def split_documents(documents, heldout_fraction):
-    """A fixed split by document (not by sequence), the same for every run."""
-    import numpy as np
-
-    names = sorted(documents)
-    order = np.random.default_rng(0).permutation(len(names))
-    num_heldout = max(1, round(heldout_fraction * len(names)))
-    heldout = sorted(names[i] for i in order[:num_heldout])
-    train = sorted(names[i] for i in order[num_heldout:])
-    return train, heldout
-
-
-def pack_sequences(token_lists, sequence_length, cls_id, sep_id):
-    """Cuts each document's tokens into `[CLS] ... [SEP]` windows, padded
-    with 0 ("[PAD]"); windows never cross documents."""
-    import numpy as np
-
-    body = sequence_length - 2
-    rows = []
-    for tokens in token_lists:
-        for start in range(0, len(tokens), body):
-            window = tokens[start : start + body]
-            if len(window) < 8:
-                continue
-            row = np.zeros(sequence_length, dtype="int32")
-            row[0], row[1 : len(window) + 1], row[len(window) + 1] = cls_id, window, sep_id
-            rows.append(row)
-    return np.stack(rows)
-
-
-def mask_batch(token_ids, rng, num_slots, mask_id, vocabulary_size, first_word_id):
-    """BERT masking: 15% of the real tokens are predicted; of those 80%
-    become [MASK], 10% a random word piece and 10% stay. Returns the
-    model's inputs, the labels and their weights (0 for padded slots)."""
-    import numpy as np
-
-    batch, length = token_ids.shape
-    inputs = token_ids.copy()
-    positions = np.zeros((batch, num_slots), dtype="int32")
-    labels = np.zeros((batch, num_slots), dtype="int32")
-    weights = np.zeros((batch, num_slots), dtype="float32")
-    for row in range(batch):
-        candidates = np.flatnonzero(token_ids[row] >= first_word_id)
-        count = min(num_slots, max(1, int(round(0.15 * len(candidates)))))
-        chosen = np.sort(rng.choice(candidates, size=count, replace=False))
-        positions[row, :count] = chosen
-        labels[row, :count] = token_ids[row, chosen]
-        weights[row, :count] = 1.0
-        action = rng.random(count)
-        inputs[row, chosen[action < 0.8]] = mask_id
-        random_slots = chosen[(action >= 0.8) & (action < 0.9)]
-        inputs[row, random_slots] = rng.integers(
-            first_word_id, vocabulary_size, size=len(random_slots)
-        )
-    x = {
-        "token_ids": inputs,
-        "segment_ids": np.zeros_like(inputs),
-        "padding_mask": (token_ids != 0).astype("int32"),
-        "mask_positions": positions,
-    }
-    return x, labels, weights
+    x, labels = text_corpus.mask_tokens(token_ids, rng, num_slots, mask_id, vocabulary_size)
+    return x, labels, (labels > 0).astype("float32")
 
 
 def prepare_data(args):
@@ -229,9 +157,11 @@ def prepare_data(args):
     import tensorflow as tf
 
     from keras_gmlp.models import gMLPTokenizer
+    from keras_gmlp.utils import text_corpus
 
     documents = load_documents(args.quick)
-    train_names, heldout_names = split_documents(documents, args.heldout_fraction)
+    # A fixed split by document (not by sequence), the same for every run.
+    train_names, heldout_names = text_corpus.split_names(documents, args.heldout_fraction)
     train_texts = [documents[name] for name in train_names]
     with tempfile.TemporaryDirectory() as folder:
         # The trainer streams files line by line, which is faster than a
@@ -249,8 +179,9 @@ def prepare_data(args):
         return [np.asarray(tokens, dtype="int32") for tokens in token_lists]
 
     ids = {token: tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[MASK]")}
-    pack = lambda names: pack_sequences(  # noqa: E731
-        tokenize(names), args.sequence_length, ids["[CLS]"], ids["[SEP]"]
+    pack = lambda names: text_corpus.pack_windows(  # noqa: E731
+        tokenize(names), args.sequence_length, ids["[CLS]"], ids["[SEP]"],
+        end_every_window=True,
     )
     train, heldout = pack(train_names), pack(heldout_names)
     return {
@@ -260,23 +191,21 @@ def prepare_data(args):
         "train_documents": len(train_names),
         "heldout_documents": len(heldout_names),
         "mask_id": ids["[MASK]"],
-        # The special tokens come first in the vocabulary.
-        "first_word_id": 5,
-        "num_slots": int(math.ceil(0.15 * (args.sequence_length - 2))) + 2,
+        # One slot more than the programs' masks have.
+        "num_slots": text_corpus.mask_slots(args.sequence_length) + 1,
     }
 
 
-def unigram_perplexity(data, heldout_labels, heldout_weights):
+def unigram_perplexity(data, heldout_labels):
     """Perplexity of predicting each masked token by its train frequency
     (add-one smoothed): the level a model reaches by ignoring context."""
-    import numpy as np
+    from keras_gmlp.utils import text_corpus
 
-    vocabulary_size = data["tokenizer"].vocabulary_size()
-    counts = np.bincount(data["train"].ravel(), minlength=vocabulary_size)[:vocabulary_size]
-    counts[: data["first_word_id"]] = 0
-    probabilities = (counts + 1) / (counts + 1).sum()
-    real = heldout_weights > 0
-    return float(np.exp(-np.log(probabilities[heldout_labels[real]]).mean()))
+    perplexity, _ = text_corpus.unigram_perplexity(
+        data["train"], heldout_labels, data["tokenizer"].vocabulary_size(),
+        text_corpus.FIRST_WORD_ID,
+    )
+    return perplexity
 
 
 # ---------------------------------------------------------------- the models
@@ -388,8 +317,7 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
         num_steps = min(args.eval_every, args.steps - first_step)
         rows = rng.integers(0, len(data["train"]), size=num_steps * args.batch_size)
         x, y, weights = mask_batch(
-            data["train"][rows], rng, data["num_slots"], data["mask_id"],
-            vocabulary_size, data["first_word_id"],
+            data["train"][rows], rng, data["num_slots"], data["mask_id"], vocabulary_size,
         )
         history = model.fit(
             x, y, sample_weight=weights, batch_size=args.batch_size,
@@ -605,7 +533,7 @@ def main(argv=None):
     vocabulary_size = data["tokenizer"].vocabulary_size()
     heldout = mask_batch(
         data["heldout"], np.random.default_rng(12345), data["num_slots"],
-        data["mask_id"], vocabulary_size, data["first_word_id"],
+        data["mask_id"], vocabulary_size,
     )
     bert_counts = build_backbone("bert", args, vocabulary_size)[1]
     dims = matched_intermediate_dims(args, vocabulary_size, bert_counts[1])
@@ -622,7 +550,7 @@ def main(argv=None):
             "heldout_masked_tokens": int(heldout[2].sum()),
             "vocabulary_size": vocabulary_size,
         },
-        "unigram_perplexity": unigram_perplexity(data, heldout[1], heldout[2]),
+        "unigram_perplexity": unigram_perplexity(data, heldout[1]),
         "models": {},
         "runs": {name: [] for name in args.models},
     }

@@ -245,7 +245,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # A sibling module: run as a script, this folder is first on sys.path.
     from mlm_vs_transformer import write_atomically
     from mlm_vs_transformer import write_text
 

@@ -24,10 +24,8 @@ APPLICATIONS = ROOT / "applications"
 
 
 def load_program(name):
-    """The module of applications/<name>.py (they import their shared
-    modules, `_program` and `_training`, from their own folder)."""
-    if str(APPLICATIONS) not in sys.path:
-        sys.path.insert(0, str(APPLICATIONS))
+    """The module of applications/<name>.py (pytest's `pythonpath` has
+    applications/, where the programs and their shared packages are)."""
     return importlib.import_module(name)
 
 

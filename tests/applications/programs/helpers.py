@@ -17,13 +17,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 APPLICATIONS = ROOT / "applications"
 
 # Runs a program under tensorflow-datasets' mock data: fake examples of the
-# dataset's real features, no files and no network. argv[1] is the script.
+# dataset's real features, no files and no network. argv[1] is the script;
+# `program_env(mock_tfds=True)` puts its folder on PYTHONPATH, where running
+# the script itself would put it first on sys.path.
 _MOCK_TFDS = """
-import os, runpy, sys
+import runpy, sys
 import tensorflow_datasets as tfds
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
-sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
 with tfds.testing.mock_data(num_examples={num_examples}):
     runpy.run_path(script, run_name="__main__")
 """
@@ -35,13 +36,15 @@ def program_path(name):
     return APPLICATIONS / name
 
 
-def program_env(**overrides):
+def program_env(mock_tfds=False, **overrides):
     """The environment the programs run in: the session's backend, this
-    checkout importable, no progress-bar buffering."""
+    checkout importable (and applications/ with `mock_tfds`), no
+    progress-bar buffering."""
     env = dict(os.environ)
     env["KERAS_BACKEND"] = keras.backend.backend()
+    paths = [str(APPLICATIONS)] if mock_tfds else []
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p]
+        paths + [str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p]
     )
     env["PYTHONUNBUFFERED"] = "1"
     env.update({key: str(value) for key, value in overrides.items()})
@@ -75,7 +78,7 @@ def run_program(name, *args, timeout=600, mock_tfds_examples=None, env=None):
     return subprocess.run(
         program_command(name, args, mock_tfds_examples),
         cwd=ROOT,
-        env=program_env(**(env or {})),
+        env=program_env(mock_tfds_examples is not None, **(env or {})),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -9,7 +9,6 @@ checks of the --weights path on tiny models.
 import json
 import os
 import signal
-import sys
 import time
 import zipfile
 
@@ -20,13 +19,14 @@ import pytest
 import keras_gmlp  # noqa: F401  (registers the layers for load_model)
 from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP
-from tests.applications.programs.helpers import APPLICATIONS
 from tests.applications.programs.helpers import describe
 from tests.applications.programs.helpers import run_program
 from tests.applications.programs.helpers import start_program
-
-sys.path.insert(0, str(APPLICATIONS))
-import train_image_classifier as program  # noqa: E402
+import train_image_classifier as program
+from _image_classifier import data as image_data
+from _image_classifier import model as image_model
+from _shared import interrupt
+from _shared.callbacks import StopOnInterrupt
 
 PROGRAM = "train_image_classifier"
 OUTPUTS = (
@@ -136,7 +136,7 @@ def test_fast_default_writes_every_output(fast_run):
     # The saved final model reproduces the reported test accuracy on the
     # evaluation split, rebuilt here from scikit-learn's data.
     model = keras.saving.load_model(output_dir / "final.keras")
-    data = program.load_digits(16, fast=True)
+    data = image_data.load_digits(16, fast=True)
     images, labels = data["evaluation"]
     predictions = np.argmax(model.predict(images, verbose=0), axis=-1)
     assert np.mean(predictions == labels) == pytest.approx(summary["test_accuracy"])
@@ -173,7 +173,7 @@ def test_tfds_dataset_on_mock_data(tmp_path):
     ],
 )
 def test_evaluation_split_rule(name, splits, expected):
-    assert program.choose_splits(name, splits) == expected
+    assert image_data.choose_splits(name, splits) == expected
 
 
 def test_ctrl_c_prints_one_line_and_stops(tmp_path):
@@ -203,9 +203,6 @@ def test_ctrl_c_prints_one_line_and_stops(tmp_path):
 def test_a_swallowed_ctrl_c_stops_training_at_the_next_batch():
     # A KeyboardInterrupt raised inside a `__del__` or a library's catch-all
     # is lost; the flag the SIGINT handler sets stops training anyway.
-    import _program
-    from _training import StopOnInterrupt
-
     inputs = keras.Input((2,))
     model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
     model.compile("sgd", "mse")
@@ -215,7 +212,7 @@ def test_a_swallowed_ctrl_c_stops_training_at_the_next_batch():
         def on_train_batch_end(self, batch, logs=None):
             seen.append(batch)
             if batch == 1:
-                _program.INTERRUPTED.set()  # as the handler does; no raise
+                interrupt.INTERRUPTED.set()  # as the handler does; no raise
 
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -224,7 +221,7 @@ def test_a_swallowed_ctrl_c_stops_training_at_the_next_batch():
                 callbacks=[Count(), StopOnInterrupt()], verbose=0,
             )
     finally:
-        _program.INTERRUPTED.clear()
+        interrupt.INTERRUPTED.clear()
     assert seen == [0, 1]
 
 
@@ -232,20 +229,18 @@ def test_ctrl_c_during_fit_waits_for_the_batch_end_and_a_second_one_does_not():
     # Raised from the handler, the interrupt could land in a garbage
     # collector callback and be printed as "Exception ignored"; while fit
     # runs, the handler only sets the flag.
-    import _program
-
     try:
         with pytest.raises(KeyboardInterrupt):
-            _program._on_interrupt(signal.SIGINT, None)  # not training
-        _program.INTERRUPTED.clear()
-        _program.TRAINING.set()
-        _program._on_interrupt(signal.SIGINT, None)  # deferred
-        assert _program.INTERRUPTED.is_set()
+            interrupt._on_interrupt(signal.SIGINT, None)  # not training
+        interrupt.INTERRUPTED.clear()
+        interrupt.TRAINING.set()
+        interrupt._on_interrupt(signal.SIGINT, None)  # deferred
+        assert interrupt.INTERRUPTED.is_set()
         with pytest.raises(KeyboardInterrupt):
-            _program._on_interrupt(signal.SIGINT, None)  # the second one
+            interrupt._on_interrupt(signal.SIGINT, None)  # the second one
     finally:
-        _program.INTERRUPTED.clear()
-        _program.TRAINING.clear()
+        interrupt.INTERRUPTED.clear()
+        interrupt.TRAINING.clear()
 
 
 def test_interrupt_then_resume_matches_uninterrupted(tmp_path, monkeypatch):
@@ -310,9 +305,9 @@ def _build(tmp_path, weights, classes=10):
         "--output-dir", tmp_path / "out",
     ]
     parser, parsed = program.parse_args([str(arg) for arg in args])
-    state = program.read_start_weights(parser, parsed)
+    state = image_model.read_start_weights(parser, parsed)
     channels = int(state["stem.proj.weight"].shape[1])
-    return program.build_model(parser, parsed, channels, classes, state)
+    return image_model.build_model(parser, parsed, channels, classes, state)
 
 
 def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):

@@ -1,20 +1,14 @@
-"""What every program in applications/ shares before Keras is imported.
+"""The flags every program takes, parsed before Keras is imported.
 
 Flags are parsed and the output directory is checked here, with nothing
 heavier than the standard library loaded, so `--help` and flag errors answer
-at once. The Keras side (callbacks, plots, the run summary) is in
-`_training.py`, imported only once the flags are good.
+at once.
 """
 
 import argparse
-import contextlib
-import os
 import pathlib
-import shlex
-import signal
 import sys
 import tempfile
-import threading
 
 # Set by the programs' tests and CI: tiny data and one short epoch, enough to
 # run every step of a program end to end.
@@ -99,62 +93,29 @@ def prepare_output_dir(parser, path):
     return path
 
 
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yields a temporary path beside `path` with the same suffix (Keras and
-    matplotlib choose the format from it); renames it to `path` only if the
-    block succeeds, so readers never see a half-written file."""
-    path = pathlib.Path(path)
-    handle, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}-", suffix=path.suffix
-    )
-    os.close(handle)
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+def flag_given(argv, flag):
+    """Whether `flag` (e.g. "--epochs") is on the command line, so --fast
+    can shrink only what the user left at its default."""
+    argv = sys.argv[1:] if argv is None else argv
+    return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
-def write_text(path, text):
-    """Writes `text` to `path` atomically."""
-    with atomic_path(path) as temporary:
-        pathlib.Path(temporary).write_text(text, encoding="utf-8")
+def check_language_model_flags(parser, args):
+    """The checks the language-model programs share, as flag errors."""
+    if args.intermediate_dim % 2:
+        parser.error(f"--intermediate-dim must be even; received {args.intermediate_dim}")
+    if args.sequence_length < 8:
+        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
+    if args.vocabulary_size < 50:
+        parser.error(f"--vocabulary-size must be at least 50; received {args.vocabulary_size}")
+    if args.heldout_fraction == 0:
+        parser.error("--heldout-fraction must be above 0: the held-out text scores the model")
 
 
-# Set by the first Ctrl-C. A KeyboardInterrupt raised from a signal handler
-# lands wherever Python happens to be, and inside a `__del__` or a garbage
-# collector callback (JAX registers one) it is printed as "Exception ignored
-# in" with a traceback and then lost. So while `fit` runs with
-# `_training.StopOnInterrupt`, which sets TRAINING, the handler only sets
-# INTERRUPTED and the callback raises at the next batch end, in ordinary
-# code. Elsewhere, and on a second Ctrl-C, the handler raises at once.
-INTERRUPTED = threading.Event()
-TRAINING = threading.Event()
-
-
-def _on_interrupt(signum, frame):
-    deferred = TRAINING.is_set() and not INTERRUPTED.is_set()
-    INTERRUPTED.set()
-    if not deferred:
-        raise KeyboardInterrupt
-
-
-def run(main):
-    """Runs `main()`. Ctrl-C prints one line saying how to resume instead of a
-    traceback, and exits with status 130 as shells expect."""
-    # Only where Ctrl-C would raise anyway: a shell's background job ignores
-    # SIGINT, and keeps ignoring it.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_interrupt)
-    try:
-        return main()
-    except KeyboardInterrupt:
-        command = shlex.join(["python3", sys.argv[0]] + sys.argv[1:])
-        print(
-            "\nInterrupted. Rerun the same command to resume from the last "
-            f"completed epoch: {command}",
-            file=sys.stderr,
-        )
-        sys.exit(130)
+def add_optimizer_flags(parser):
+    """--dropout, --learning-rate and --weight-decay of the language-model
+    programs."""
+    parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
+    parser.add_argument("--learning-rate", type=float, default=1e-3,
+                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
+    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")

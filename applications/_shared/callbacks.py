@@ -1,12 +1,10 @@
-"""The Keras side every program shares: resumable fit, the files a run
-leaves in its output directory, and its summary.
+"""Resumable training: the callbacks that keep a run's history, its best
+model and its random state on disk, and stop cleanly on Ctrl-C.
 
 A run's directory holds:
 - `backup/`: Keras' BackupAndRestore state while training, deleted at the end;
 - `history.csv`: one row per completed epoch, kept across resumed runs;
-- `best.keras` (or a best preset) and `final.keras`: the best and last models;
-- `training_curves.png`: every metric against the epoch;
-- `summary.json`: metrics, parameter count, time, backend and flags.
+- `best.keras` (or a best preset) and `final.keras`: the best and last models.
 Every file is written to a temporary name and renamed into place.
 """
 
@@ -15,29 +13,14 @@ import io
 import json
 import math
 import pathlib
-import sys
-import time
 
-if __name__ == "__main__":
-    # A module, not a program: answer at once rather than load Keras.
-    print(
-        "_training.py is shared by the programs in this folder; run one of "
-        "them, e.g. python3 applications/train_image_classifier.py --help"
-    )
-    sys.exit(0)
+import keras
+import numpy as np
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-from _program import INTERRUPTED  # noqa: E402
-from _program import TRAINING  # noqa: E402
-from _program import atomic_path  # noqa: E402
-from _program import write_text  # noqa: E402
-
-
-def fit_verbose():
-    """Progress bars on a terminal; one line per epoch in a log file."""
-    return 1 if sys.stdout.isatty() else 2
+from .files import atomic_path
+from .files import write_text
+from .interrupt import INTERRUPTED
+from .interrupt import TRAINING
 
 
 class EpochHistory(keras.callbacks.Callback):
@@ -147,7 +130,7 @@ def save_model(model, path, save=None):
 class StopOnInterrupt(keras.callbacks.Callback):
     """Raises KeyboardInterrupt at the first batch end after a Ctrl-C. While
     it trains, the SIGINT handler only sets a flag (see
-    `_program.INTERRUPTED`)."""
+    `interrupt.INTERRUPTED`)."""
 
     def on_train_begin(self, logs=None):
         TRAINING.set()
@@ -229,110 +212,3 @@ class SeedStateBackup(keras.callbacks.Callback):
             arrays["torch_rng_state"] = torch.get_rng_state().numpy()
         with atomic_path(self.path) as temporary:
             np.savez(temporary, epoch=epoch + 1, **arrays)
-
-
-class EpochSeededBatches(keras.utils.PyDataset):
-    """Batches of in-memory arrays, shuffled in an order that depends only
-    on (seed, epoch).
-
-    A run resumed at epoch k then sees the same batches as an uninterrupted
-    run does at epoch k, which a shuffle driven by a global random state
-    cannot promise; so fit it with `shuffle=False` (Keras would reorder the
-    batches from the global state) and its `epoch_callback()`. `x` and `y`
-    are arrays or (nested) dicts/tuples of arrays with the same first
-    dimension.
-    """
-
-    def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True):
-        super().__init__()
-        self.x, self.y = x, y
-        self.batch_size = batch_size
-        self.seed = seed
-        self.shuffle = shuffle
-        self.size = len(keras.tree.flatten(x)[0])
-        self.epoch = 0
-
-    def __len__(self):
-        return math.ceil(self.size / self.batch_size)
-
-    def order(self):
-        if not self.shuffle:
-            return np.arange(self.size)
-        return np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
-
-    def __getitem__(self, index):
-        rows = self.order()[index * self.batch_size : (index + 1) * self.batch_size]
-        take = lambda array: np.asarray(array)[rows]
-        x = keras.tree.map_structure(take, self.x)
-        if self.y is None:
-            return (x,)
-        return x, keras.tree.map_structure(take, self.y)
-
-    def epoch_callback(self):
-        """A callback that tells this dataset which epoch is starting."""
-        dataset = self
-
-        class SetEpoch(keras.callbacks.Callback):
-            def on_epoch_begin(self, epoch, logs=None):
-                dataset.epoch = epoch
-
-        return SetEpoch()
-
-
-def plot_history(history, path, title):
-    """Draws every metric in `history` (train and validation together)
-    against the epoch, one panel each, into a PNG written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = sorted({n for row in history.rows.values() for n in row})
-    bases = [n for n in names if not n.startswith("val_") and n != "learning_rate"]
-    bases += [n[4:] for n in names if n.startswith("val_") and n[4:] not in names]
-    if not bases:
-        return
-    epochs = sorted(history.rows)
-    figure, axes = plt.subplots(
-        1, len(bases), figsize=(4.5 * len(bases), 3.5), squeeze=False
-    )
-    for axis, base in zip(axes[0], bases):
-        for name, label in ((base, "train"), (f"val_{base}", "validation")):
-            points = [
-                (e + 1, history.rows[e][name])
-                for e in epochs
-                if name in history.rows[e]
-            ]
-            if points:
-                axis.plot(*zip(*points), marker="o", label=label)
-        axis.set_xlabel("epoch")
-        axis.set_title(base)
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.suptitle(title)
-    figure.tight_layout()
-    save_figure(figure, path)
-
-
-def save_figure(figure, path):
-    """Saves a matplotlib figure as a PNG, atomically, and closes it."""
-    import matplotlib.pyplot as plt
-
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110)
-    plt.close(figure)
-
-
-def write_summary(path, args, started, **fields):
-    """Writes the run's JSON summary: the given metrics and facts, plus the
-    backend, versions, wall time and every flag."""
-    summary = {
-        "backend": keras.backend.backend(),
-        "keras_version": keras.__version__,
-        "seconds": round(time.time() - started, 1),
-        **fields,
-        "flags": vars(args),
-    }
-    text = json.dumps(summary, indent=2, default=str, sort_keys=False) + "\n"
-    write_text(path, text)
-    return summary

@@ -1,0 +1,153 @@
+"""What the image program reports: the test scores, the confusion matrix,
+the learned spatial weights, the training curves and summary.json."""
+
+
+def plot_confusion_matrix(labels, predictions, classes, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from _shared.report import save_figure
+
+    matrix = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(matrix, (labels, predictions), 1)
+    side = min(12.0, 3.0 + 0.45 * classes)
+    figure, axis = plt.subplots(figsize=(side + 1.0, side))
+    image = axis.imshow(matrix, cmap="Blues")
+    figure.colorbar(image, ax=axis, label="images")
+    if classes <= 20:
+        limit = matrix.max() / 2 if matrix.size else 0
+        for (row, column), count in np.ndenumerate(matrix):
+            axis.text(
+                column, row, str(count), ha="center", va="center", fontsize=8,
+                color="white" if count > limit else "black",
+            )
+        axis.set_xticks(range(classes))
+        axis.set_yticks(range(classes))
+    axis.set_xlabel("predicted class")
+    axis.set_ylabel("true class")
+    axis.set_title(title)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def plot_spatial_weights(model, path):
+    """The SGUs' learned spatial weights, one colour scale per panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from keras_gmlp.visualization import plot_spatial_weights as plot
+
+    from _shared.files import atomic_path
+
+    figure = plot(model)
+    for axis in figure.axes:
+        if axis.images:
+            colorbar = figure.colorbar(axis.images[0], ax=axis, shrink=0.8)
+            colorbar.ax.tick_params(labelsize=5)
+    figure.suptitle("spatial weights W[token, :] on the patch grid", fontsize=8)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=150)
+
+
+def print_start(args, model, start, data, batches, distribution):
+    """One line on what is about to be trained, on what."""
+    import keras
+
+    print(
+        f"{args.model}: {model.count_params():,} parameters ({start}); "
+        f"{args.dataset}: {batches['train_size']} training images "
+        f"({data['train_split']}), {batches['evaluation_size']} evaluation "
+        f"images ({data['evaluation_split']}); backend {keras.backend.backend()}"
+        + (f"; distributed: {distribution}" if distribution else ""),
+        flush=True,
+    )
+
+
+def evaluate(model, args, batches):
+    """(loss, accuracy, true labels, predicted labels) on the evaluation
+    split."""
+    import numpy as np
+
+    validation = batches["validation"]
+    if batches["in_memory"]:
+        loss, accuracy = model.evaluate(
+            *validation, batch_size=args.batch_size, verbose=0
+        )
+        logits = model.predict(validation[0], batch_size=args.batch_size, verbose=0)
+        true_labels = batches["evaluation_labels"]
+    else:
+        loss, accuracy = model.evaluate(validation, verbose=0)
+        logits = model.predict(validation, verbose=0)
+        true_labels = np.concatenate(
+            [np.argmax(y, -1) for _, y in validation.as_numpy_iterator()]
+        )
+    return loss, accuracy, true_labels, np.argmax(logits, axis=-1)
+
+
+def report(args, model, run, history, started):
+    """Evaluates the final model, draws the pictures and writes
+    summary.json. `run` holds what the summary tells beyond the model and
+    history: data, batches, start (how the weights began) and distribution."""
+    import pathlib
+    import time
+
+    from _shared.report import plot_history
+
+    output_dir = pathlib.Path(args.output_dir)
+    data = run["data"]
+    loss, accuracy, true_labels, predictions = evaluate(model, args, run["batches"])
+    title = f"{args.model} on {args.dataset}"
+    plot_history(history, output_dir / "training_curves.png", title)
+    plot_confusion_matrix(
+        true_labels, predictions, data["classes"], output_dir / "confusion_matrix.png",
+        f"{title} ({data['evaluation_split']}): accuracy {accuracy:.3f}",
+    )
+    if args.model.startswith("gmlp"):
+        plot_spatial_weights(model, output_dir / "spatial_weights.png")
+    else:
+        print(
+            "spatial_weights.png skipped: plot_spatial_weights draws gMLP "
+            "spatial gating units, and Mixer models have none."
+        )
+    write_run_summary(args, model, run, history, started, loss, accuracy)
+    print(
+        f"{data['evaluation_split']}: loss {loss:.4f}, accuracy {accuracy:.4f} "
+        f"({time.time() - started:.0f} s). Outputs in {output_dir}/",
+        flush=True,
+    )
+
+
+def write_run_summary(args, model, run, history, started, loss, accuracy):
+    import pathlib
+
+    import numpy as np
+
+    from _shared.report import write_summary
+
+    data, batches = run["data"], run["batches"]
+    accuracies = history.metric("val_accuracy")
+    best_epoch = int(np.argmax(accuracies)) + 1 if accuracies else None
+    write_summary(
+        pathlib.Path(args.output_dir) / "summary.json",
+        args,
+        started,
+        model=args.model,
+        parameters=model.count_params(),
+        start_weights=run["start"],
+        dataset=args.dataset,
+        train_split=data["train_split"],
+        evaluation_split=data["evaluation_split"],
+        train_images=int(batches["train_size"]),
+        evaluation_images=int(batches["evaluation_size"]),
+        classes=int(data["classes"]),
+        epochs_completed=len(history.rows),
+        test_loss=float(loss),
+        test_accuracy=float(accuracy),
+        best_val_accuracy=float(max(accuracies)) if accuracies else None,
+        best_epoch=best_epoch,
+        distribution=run["distribution"],
+        mixed_precision=args.mixed_precision,
+    )

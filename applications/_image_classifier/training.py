@@ -1,0 +1,136 @@
+"""The image program's training: the backend's set-up, the distribution
+over devices, the optimiser and its learning-rate schedule, and the fit."""
+
+
+def set_distribution(parser, args):
+    import keras
+
+    if args.distribute == "none":
+        return None
+    if keras.backend.backend() != "jax":
+        parser.error(
+            f"--distribute {args.distribute} runs on the JAX backend "
+            f"(KERAS_BACKEND=jax); this is {keras.backend.backend()}. On "
+            "TensorFlow use a tf.distribute strategy around the model instead"
+        )
+    devices = keras.distribution.list_devices()
+    if args.distribute == "data":
+        replicas = len(devices)
+        distribution = keras.distribution.DataParallel(devices=devices)
+    else:
+        from keras_gmlp.distribution import ModelParallel
+        from keras_gmlp.distribution import get_layout_map
+
+        shards = args.model_shards or len(devices)
+        if len(devices) % shards:
+            parser.error(
+                f"--model-shards {shards} does not divide the "
+                f"{len(devices)} devices"
+            )
+        replicas = len(devices) // shards
+        mesh = keras.distribution.DeviceMesh(
+            (replicas, shards), ("batch", "model"), devices
+        )
+        distribution = ModelParallel(
+            layout_map=get_layout_map(mesh), batch_dim_name="batch"
+        )
+    if args.batch_size % replicas:
+        parser.error(
+            f"--batch-size {args.batch_size} is not a multiple of the "
+            f"{replicas} data-parallel replicas of --distribute {args.distribute}"
+        )
+    keras.distribution.set_distribution(distribution)
+    return f"{args.distribute} over {len(devices)} devices"
+
+
+def learning_rate(args, steps_per_epoch):
+    import keras
+
+    total = steps_per_epoch * args.epochs
+    warmup = min(args.warmup_steps, total)
+    if args.schedule == "constant":
+        if not warmup:
+            return args.learning_rate
+        # A cosine decay to the same value is constant after the warmup.
+        return keras.optimizers.schedules.CosineDecay(
+            0.0, max(1, total - warmup), alpha=1.0,
+            warmup_target=args.learning_rate, warmup_steps=warmup,
+        )
+    if not warmup:
+        return keras.optimizers.schedules.CosineDecay(args.learning_rate, total)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0, max(1, total - warmup),
+        warmup_target=args.learning_rate, warmup_steps=warmup,
+    )
+
+
+def prepare_backend(args):
+    """Memory, determinism and the seed, before the first computation."""
+    import keras
+
+    import keras_gmlp
+
+    if keras.backend.backend() == "jax":
+        # Before the first computation: XLA's CPU runtime would otherwise
+        # fault in its scratch buffer page by page on every training step.
+        keras_gmlp.keep_freed_host_memory()
+    if keras.backend.backend() == "tensorflow":
+        # Same seed, same result, also for a resumed run.
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(args.seed)
+
+
+def compile_model(model, args, steps_per_epoch):
+    """AdamW on the cross-entropy of the logits, with the recipe's flags."""
+    import keras
+
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=learning_rate(args, steps_per_epoch),
+        weight_decay=args.weight_decay,
+        epsilon=args.adam_epsilon,
+        global_clipnorm=args.clip_norm,
+        use_ema=args.ema,
+        ema_momentum=args.ema_momentum,
+    )
+    # As in DeiT and timm: no weight decay on biases and norm scales.
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.CategoricalCrossentropy(
+            from_logits=True, label_smoothing=args.label_smoothing
+        ),
+        metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+    )
+
+
+def fit(model, args, batches):
+    """Trains resumably, keeping best.keras (by validation accuracy) and
+    final.keras in --output-dir; returns the epoch history."""
+    import pathlib
+
+    from _shared.callbacks import resumable_callbacks
+    from _shared.callbacks import save_model
+    from _shared.report import fit_verbose
+
+    output_dir = pathlib.Path(args.output_dir)
+    callbacks, history = resumable_callbacks(
+        output_dir, monitor="val_accuracy", mode="max"
+    )
+    if batches["epoch_callback"] is not None:
+        callbacks.insert(0, batches["epoch_callback"])
+    model.fit(
+        batches["train"],
+        validation_data=batches["validation"],
+        validation_batch_size=args.batch_size if batches["in_memory"] else None,
+        epochs=args.epochs,
+        callbacks=callbacks,
+        verbose=fit_verbose(),
+        # The batches shuffle themselves by (seed, epoch); Keras' shuffle of
+        # a PyDataset's batch order draws from the global random state,
+        # which a resumed run does not share with an uninterrupted one.
+        shuffle=False,
+    )
+    save_model(model, output_dir / "final.keras")
+    return history

@@ -1,0 +1,72 @@
+"""Batches whose order (and masks) depend only on the seed and the epoch, so
+a resumed run sees what an uninterrupted one does."""
+
+import math
+
+import keras
+import numpy as np
+
+from keras_gmlp.utils.text_corpus import mask_tokens
+
+
+class EpochSeededBatches(keras.utils.PyDataset):
+    """Batches of in-memory arrays, shuffled in an order that depends only
+    on (seed, epoch).
+
+    A run resumed at epoch k then sees the same batches as an uninterrupted
+    run does at epoch k, which a shuffle driven by a global random state
+    cannot promise; so fit it with `shuffle=False` (Keras would reorder the
+    batches from the global state) and its `epoch_callback()`. `x` and `y`
+    are arrays or (nested) dicts/tuples of arrays with the same first
+    dimension.
+    """
+
+    def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True):
+        super().__init__()
+        self.x, self.y = x, y
+        self.batch_size = batch_size
+        self.seed = seed
+        self.shuffle = shuffle
+        self.size = len(keras.tree.flatten(x)[0])
+        self.epoch = 0
+
+    def __len__(self):
+        return math.ceil(self.size / self.batch_size)
+
+    def order(self):
+        if not self.shuffle:
+            return np.arange(self.size)
+        return np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
+
+    def __getitem__(self, index):
+        rows = self.order()[index * self.batch_size : (index + 1) * self.batch_size]
+        take = lambda array: np.asarray(array)[rows]
+        x = keras.tree.map_structure(take, self.x)
+        if self.y is None:
+            return (x,)
+        return x, keras.tree.map_structure(take, self.y)
+
+    def epoch_callback(self):
+        """A callback that tells this dataset which epoch is starting."""
+        dataset = self
+
+        class SetEpoch(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                dataset.epoch = epoch
+
+        return SetEpoch()
+
+
+def masked_batches(token_ids, batch_size, seed, num_slots, mask_id, vocabulary_size):
+    """A PyDataset of masked batches whose order and masks depend only on
+    (seed, epoch, batch): each epoch masks the text afresh (dynamic
+    masking, as RoBERTa), and a resumed run sees the same masks as an
+    uninterrupted one."""
+
+    class MaskedBatches(EpochSeededBatches):
+        def __getitem__(self, index):
+            (rows,) = super().__getitem__(index)
+            rng = np.random.default_rng([self.seed, self.epoch, index, 1])
+            return mask_tokens(rows, rng, num_slots, mask_id, vocabulary_size)
+
+    return MaskedBatches(token_ids, batch_size=batch_size, seed=seed)

@@ -1,0 +1,43 @@
+"""Ctrl-C in the programs: one line saying how to resume, never a
+traceback (standard library only)."""
+
+import shlex
+import signal
+import sys
+import threading
+
+# Set by the first Ctrl-C. A KeyboardInterrupt raised from a signal handler
+# lands wherever Python happens to be, and inside a `__del__` or a garbage
+# collector callback (JAX registers one) it is printed as "Exception ignored
+# in" with a traceback and then lost. So while `fit` runs with
+# `callbacks.StopOnInterrupt`, which sets TRAINING, the handler only sets
+# INTERRUPTED and the callback raises at the next batch end, in ordinary
+# code. Elsewhere, and on a second Ctrl-C, the handler raises at once.
+INTERRUPTED = threading.Event()
+TRAINING = threading.Event()
+
+
+def _on_interrupt(signum, frame):
+    deferred = TRAINING.is_set() and not INTERRUPTED.is_set()
+    INTERRUPTED.set()
+    if not deferred:
+        raise KeyboardInterrupt
+
+
+def run(main):
+    """Runs `main()`. Ctrl-C prints one line saying how to resume instead of a
+    traceback, and exits with status 130 as shells expect."""
+    # Only where Ctrl-C would raise anyway: a shell's background job ignores
+    # SIGINT, and keeps ignoring it.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        return main()
+    except KeyboardInterrupt:
+        command = shlex.join(["python3", sys.argv[0]] + sys.argv[1:])
+        print(
+            "\nInterrupted. Rerun the same command to resume from the last "
+            f"completed epoch: {command}",
+            file=sys.stderr,
+        )
+        sys.exit(130)

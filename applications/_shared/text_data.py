@@ -1,0 +1,94 @@
+"""The text programs' tokenizers and tensorflow-datasets corpora.
+
+The offline corpora, document splits, windows and masking are in
+`keras_gmlp.utils.text_corpus`, which the MLM benchmark shares. TensorFlow
+and keras-hub are imported when a function is called, after the flags have
+been parsed.
+"""
+
+import os
+import tempfile
+
+
+def train_tokenizer(texts, vocabulary_size, lowercase=True):
+    """A gMLPTokenizer whose WordPiece vocabulary is trained on `texts`."""
+    import warnings
+
+    from keras_gmlp.models import gMLPTokenizer
+
+    with tempfile.TemporaryDirectory() as folder:
+        # keras-hub's trainer streams a file line by line, faster than a
+        # dataset of whole documents.
+        path = os.path.join(folder, "corpus.txt")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write("\n".join(texts))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tokenizer = gMLPTokenizer.from_corpus(
+                [path], vocabulary_size=vocabulary_size, lowercase=lowercase
+            )
+    for warning in caught:
+        # A small corpus gives fewer word pieces than asked: say it once.
+        print(f"Note: {warning.message}")
+    return tokenizer
+
+
+def tokenize(tokenizer, texts, chunk=2000):
+    """Token ids of each text, as a list of int32 numpy arrays."""
+    import numpy as np
+    import tensorflow as tf
+
+    token_lists = []
+    for start in range(0, len(texts), chunk):
+        # Outside tf.data, a batch comes back as a ragged tensor or lists.
+        batch = tokenizer(tf.constant(list(texts[start : start + chunk])))
+        if hasattr(batch, "to_list"):
+            batch = batch.to_list()
+        token_lists.extend(np.asarray(tokens, dtype="int32") for tokens in batch)
+    return token_lists
+
+
+def tfds_builder(name, data_dir):
+    """The tensorflow-datasets builder of `name`, or a ValueError saying
+    why not (unknown name, or not prepared under `data_dir`)."""
+    import tensorflow_datasets as tfds
+
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as error:  # tfds raises several kinds for bad names
+        # The first line says why; the rest lists every dataset tfds has.
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"unknown tensorflow-datasets name {name!r}: {reason}") from None
+    return builder
+
+
+def text_features(builder):
+    """Names of the string features of a tensorflow-datasets builder."""
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    names = []
+    for name, feature in builder.info.features.items():
+        if isinstance(feature, tfds.features.Text) or (
+            isinstance(feature, tfds.features.Tensor) and feature.dtype == tf.string
+        ):
+            names.append(name)
+    return names
+
+
+def load_tfds_columns(builder, split, columns, limit=None):
+    """The given features of a prepared split, as lists of Python values
+    (strings decoded), at most `limit` examples."""
+    import tensorflow_datasets as tfds
+
+    dataset = builder.as_dataset(split=split, shuffle_files=False)
+    if limit is not None:
+        dataset = dataset.take(limit)
+    values = {column: [] for column in columns}
+    for example in tfds.as_numpy(dataset):
+        for column in columns:
+            value = example[column]
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", errors="replace")
+            values[column].append(value)
+    return values

@@ -1,0 +1,103 @@
+"""keras_gmlp.utils.text_corpus: the windows, masks and splits the text
+programs and the MLM benchmark train on, against hand-written expectations."""
+
+import numpy as np
+import pytest
+
+from keras_gmlp.utils import text_corpus
+
+CLS, SEP, MASK = 2, 3, 4
+
+
+def test_windows_never_cross_documents_and_close_only_where_a_document_ends():
+    first = np.arange(10, 20, dtype="int32")  # 10 tokens: windows of 6 + 4
+    second = np.arange(30, 33, dtype="int32")  # 3 tokens: too short, dropped
+    rows = text_corpus.pack_windows([first, second], 8, CLS, SEP, min_tokens=4)
+    expected = np.array(
+        [
+            [CLS, 10, 11, 12, 13, 14, 15, 0],
+            [CLS, 16, 17, 18, 19, SEP, 0, 0],
+        ],
+        dtype="int32",
+    )
+    np.testing.assert_array_equal(rows, expected)
+
+
+def test_every_window_closed_as_in_the_benchmark():
+    tokens = np.arange(10, 20, dtype="int32")
+    rows = text_corpus.pack_windows([tokens], 8, CLS, SEP, min_tokens=4, end_every_window=True)
+    np.testing.assert_array_equal(rows[:, 7], [SEP, 0])
+    np.testing.assert_array_equal(rows[1, 5], SEP)
+
+
+def test_no_window_gives_an_empty_batch_of_the_right_width():
+    rows = text_corpus.pack_windows([np.arange(5, 8)], 16, CLS, SEP)
+    assert rows.shape == (0, 16) and rows.dtype == np.int32
+
+
+def test_masking_picks_a_fixed_share_of_word_pieces_and_labels_them():
+    length, vocabulary_size = 42, 100
+    rows = np.zeros((64, length), dtype="int32")
+    rows[:, 0], rows[:, 41] = CLS, SEP
+    rows[:, 1:41] = np.random.default_rng(0).integers(5, vocabulary_size, (64, 40))
+    num_slots = text_corpus.mask_slots(length)
+    assert num_slots == 7  # ceil(0.15 * 40) + 1
+    x, labels = text_corpus.mask_tokens(
+        rows, np.random.default_rng(1), num_slots, MASK, vocabulary_size
+    )
+    # round(0.15 * 40) = 6 of the 40 word pieces; the 7th slot stays empty.
+    assert ((labels > 0).sum(axis=1) == 6).all()
+    assert (labels[:, 6] == 0).all()
+    positions = x["mask_positions"][:, :6]
+    np.testing.assert_array_equal(np.take_along_axis(rows, positions, 1), labels[:, :6])
+    assert ((positions >= 1) & (positions <= 40)).all()  # never [CLS] or [SEP]
+    changed = x["token_ids"] != rows
+    outside = np.ones_like(changed)
+    np.put_along_axis(outside, positions, False, 1)
+    assert not (changed & outside).any()
+    chosen = np.take_along_axis(x["token_ids"], positions, 1)
+    masked = (chosen == MASK).mean()
+    assert 0.7 < masked < 0.9  # 80% of 384 masked tokens
+    assert ((chosen == MASK) | (chosen >= 5)).all()
+    np.testing.assert_array_equal(x["padding_mask"], np.ones_like(rows))
+
+
+def test_masks_depend_only_on_the_generator():
+    rows = np.full((4, 16), 7, dtype="int32")
+    a = text_corpus.mask_tokens(rows, np.random.default_rng([3, 1]), 4, MASK, 50)
+    b = text_corpus.mask_tokens(rows, np.random.default_rng([3, 1]), 4, MASK, 50)
+    c = text_corpus.mask_tokens(rows, np.random.default_rng([3, 2]), 4, MASK, 50)
+    np.testing.assert_array_equal(a[0]["mask_positions"], b[0]["mask_positions"])
+    assert not np.array_equal(a[0]["mask_positions"], c[0]["mask_positions"])
+
+
+def test_split_is_by_document_and_keeps_one_on_each_side():
+    names = [f"doc{i}" for i in range(10)]
+    train, heldout = text_corpus.split_names(names, 0.3)
+    assert len(heldout) == 3 and sorted(train + heldout) == sorted(names)
+    assert text_corpus.split_names(names, 0.3) == (train, heldout)
+    assert len(text_corpus.split_names(names[:2], 0.9)[0]) == 1
+    with pytest.raises(ValueError, match="at least 2 documents"):
+        text_corpus.split_names(["only"], 0.5)
+
+
+def test_unigram_perplexity_by_hand():
+    train = np.array([[2, 5, 5, 6, 0]])
+    labels = np.array([[5, 6, 0]])
+    # Counts from id 5 up: {5: 2, 6: 1, 7: 0}; add-one over 8 ids gives
+    # p(5) = 3/11, p(6) = 2/11.
+    perplexity, counts = text_corpus.unigram_perplexity(train, labels, 8, 5)
+    np.testing.assert_array_equal(counts, [0, 0, 0, 0, 0, 2, 1, 0])
+    assert perplexity == pytest.approx(np.exp(-(np.log(3 / 11) + np.log(2 / 11)) / 2))
+
+
+def test_the_offline_corpora_are_read_not_imported():
+    documents = text_corpus.reference_documents()
+    assert "with" in documents and list(documents) == sorted(documents)
+    files = text_corpus.stdlib_module_files("json")
+    assert "json/decoder.py" in files
+    assert not any("test" in part for name in files for part in name.split("/"))
+    assert any("JSON" in text for text in text_corpus.module_docstrings("json/__init__.py"))
+    assert text_corpus.paragraphs("short\n\n" + "a  long\nparagraph " * 5) == [
+        " ".join(("a long paragraph " * 5).split())
+    ]

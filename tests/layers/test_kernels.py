@@ -93,7 +93,7 @@ def test_unknown_choices_are_refused():
 
 def test_gelu_is_the_exact_erf_formula(rng):
     x = (rng.standard_normal((64, 33)) * 4).astype("float32")
-    results = outputs_in_each_form(lambda: gelu(x))
+    results = outputs_in_each_form(lambda: gelu(keras.ops.convert_to_tensor(x)))
     expected = ref.gelu(x.astype("float64"))
     for choice in FORCED:
         np.testing.assert_allclose(results[choice], expected, atol=2e-6)

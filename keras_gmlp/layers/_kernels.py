@@ -76,7 +76,7 @@ def uses_fast_form(name):
         return backend == "tensorflow" or (backend == "jax" and _xla_on_cpu())
     if name == "layer_norm":
         return backend == "jax" and _xla_on_cpu()
-    return _xla_on_cpu()
+    return _xla_on_cpu()  # The spatial projection.
 
 
 @functools.cache

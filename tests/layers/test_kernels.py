@@ -77,16 +77,14 @@ def test_automatic_choice_on_this_cpu():
 
 def test_choice_is_restored_after_an_error():
     before = {name: uses_fast_form(name) for name in KERNEL_NAMES}
-    with pytest.raises(RuntimeError):
-        with use_kernels("plain"):
-            raise RuntimeError
+    with pytest.raises(RuntimeError), use_kernels("plain"):
+        raise RuntimeError
     assert {name: uses_fast_form(name) for name in KERNEL_NAMES} == before
 
 
 def test_unknown_choices_are_refused():
-    with pytest.raises(ValueError, match="choice='quick'"):
-        with use_kernels("quick"):
-            pass
+    with pytest.raises(ValueError, match="choice='quick'"), use_kernels("quick"):
+        pass
     with pytest.raises(ValueError, match="name='softmax'"):
         uses_fast_form("softmax")
 

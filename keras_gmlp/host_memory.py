@@ -1,4 +1,9 @@
-"""Keeping freed host memory mapped, for XLA training on Linux CPUs."""
+"""Keeping freed host memory mapped, for XLA training on Linux CPUs.
+
+A process-wide setting for programs to call, not a kernel: it changes the C
+library's allocator for everything in the process, so the library never
+calls it itself (`applications/train_image_classifier.py` does, on JAX).
+"""
 
 import ctypes
 import sys
@@ -31,7 +36,7 @@ def keep_freed_host_memory():
     heaps. From a shell, `MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0
     MALLOC_TRIM_THRESHOLD_=68719476736` has the same effect. JAX gains the
     most; TensorFlow's and PyTorch's allocators already reuse most of their
-    memory (README, Speed, measures all three).
+    memory (benchmarks/README.md measures all three).
 
     Returns:
         True if the settings were applied. False where the C library is not
@@ -40,9 +45,9 @@ def keep_freed_host_memory():
     Examples:
 
     ```python
-    import keras_gmlp
+    from keras_gmlp.host_memory import keep_freed_host_memory
 
-    keras_gmlp.keep_freed_host_memory()  # first, then build and fit
+    keep_freed_host_memory()  # first, then build and fit
     model = keras_gmlp.applications.gMLPS(weights=None)
     ```
     """

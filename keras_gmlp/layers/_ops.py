@@ -1,23 +1,6 @@
 """Small tensor helpers shared by the blocks."""
 
-import functools
-import math
-
-import keras
 from keras import ops
-
-
-@functools.cache
-def xla_on_cpu():
-    """Whether this is an XLA backend (TensorFlow, JAX) running on CPUs.
-
-    The alternative formulas that use it were chosen from timings on a
-    2-core CPU; on accelerators the layers keep Keras' formulas.
-    """
-    if keras.backend.backend() not in ("jax", "tensorflow"):
-        return False
-    devices = keras.distribution.list_devices()
-    return all(device.lower().startswith("cpu") for device in devices)
 
 
 def dense_on_last_axis(dense, x):
@@ -33,24 +16,6 @@ def dense_on_last_axis(dense, x):
     batch, length = ops.shape(x)[:2]
     y = dense(ops.reshape(x, (-1, x.shape[-1])))
     return ops.reshape(y, (batch, length, y.shape[-1]))
-
-
-def gelu(x):
-    """Exact GELU, `0.5 * x * (1 + erf(x / sqrt(2)))`, as timm and PyTorch use.
-
-    JAX's own exact GELU goes through `erfc`, which XLA's CPU backend expands
-    into a long piecewise polynomial and then recomputes inside several
-    fusions of the backward pass; the `erf` form is one native op and cut a
-    gMLP-S gradient step from 2.93 s to 2.74 s (interleaved A/B, 2 cores).
-    TensorFlow's own exact GELU uses `erfc`, which ONNX has no operator for,
-    so a TensorFlow model exported to ONNX would not load; it takes the `erf`
-    form on every device. JAX takes it on CPUs only, where it was measured.
-    PyTorch computes this formula in one fused kernel and keeps Keras'.
-    """
-    backend = keras.backend.backend()
-    if backend == "tensorflow" or (backend == "jax" and xla_on_cpu()):
-        return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
-    return keras.activations.gelu(x, approximate=False)
 
 
 def drop_branch(dropout_layer, drop_path, x, training):

@@ -1,8 +1,8 @@
 import keras
 from keras import ops
 
+from keras_gmlp.layers._kernels import spatial_projection
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
-from keras_gmlp.layers._ops import xla_on_cpu
 from keras_gmlp.layers._validation import check_length
 from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
@@ -227,23 +227,7 @@ class SpatialGatingUnit(keras.layers.Layer):
             kernel = kernel * ops.cast(visible, kernel.dtype)[None]
         head_dim = context.shape[-1] // self.num_heads
         context = ops.reshape(context, (batch, columns, self.num_heads, head_dim))
-        if not xla_on_cpu():
-            # PyTorch lowers the einsum to one batched matmul; the transposes
-            # of the form below cost it more than they save. Accelerators
-            # keep the einsum too: the form below was measured on CPUs only.
-            projected = ops.einsum("hmn,bnhc->bmhc", kernel, context)
-        else:
-            # XLA's CPU backend runs this projection, backward included,
-            # faster as a matmul of (tokens, batch * channels) matrices than
-            # as the batched contraction the einsum lowers to.
-            tokens_first = ops.reshape(
-                ops.transpose(context, (2, 1, 0, 3)), (self.num_heads, columns, -1)
-            )
-            projected = ops.reshape(
-                ops.matmul(kernel, tokens_first),
-                (self.num_heads, rows, batch, head_dim),
-            )
-            projected = ops.transpose(projected, (2, 1, 0, 3))
+        projected = spatial_projection(kernel, context, batch, rows, columns)
         projected = projected + ops.transpose(bias)[:, :, None]
         return ops.reshape(projected, (batch, rows, self.num_heads * head_dim))
 

@@ -3,10 +3,9 @@ from keras import ops
 import keras_hub
 from keras_hub.models import CausalLM
 
+from keras_gmlp.layers._kernels import torch_decoder
 from keras_gmlp.models.gmlp._checks import TextInputGuard
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
-from keras_gmlp.models.gmlp._torch_decoding import supports_torch_decoding
-from keras_gmlp.models.gmlp._torch_decoding import TorchDecoder
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
     gMLPCausalLMPreprocessor,
@@ -177,11 +176,16 @@ class gMLPCausalLM(TextInputGuard, CausalLM):
         # Decoding starts at the end of the shortest prompt; longer prompts'
         # tokens are kept where the padding mask is true.
         index = ops.min(ops.sum(ops.cast(padding_mask, "int32"), axis=-1))
-        torch_decoder = None
-        if supports_torch_decoding(self.backbone):
+        backbone = self.backbone
+        fast_step = torch_decoder(
+            backbone.token_embedding,
+            backbone.segment_embedding,
+            backbone.gmlp_blocks,
+            backbone.final_layer_norm,
+        )
+        if fast_step is not None:
             # Eager PyTorch knows `index` on the host, so the prefill can
             # stop there: the decoder writes every later position itself.
-            torch_decoder = TorchDecoder(self.backbone)
             hidden_states, cache = self._build_cache(
                 token_ids, prefill_length=max(int(index), 1)
             )
@@ -190,9 +194,9 @@ class gMLPCausalLM(TextInputGuard, CausalLM):
 
         def next(prompt, cache, index):
             cache_update_index = index - 1
-            if torch_decoder is not None:
+            if fast_step is not None:
                 position = int(cache_update_index)
-                logits, hidden_states = torch_decoder(
+                logits, hidden_states = fast_step(
                     prompt[:, position], cache, position
                 )
                 return logits, hidden_states, cache

@@ -1,45 +1,47 @@
-"""One-token decoding step of `gMLPCausalLM` written directly in PyTorch.
+"""One-token decoding step of a causal gMLP stack, written directly in PyTorch.
 
-Keras runs PyTorch eagerly, and every `Layer.__call__` and `keras.ops` call
-costs tens of microseconds of Python (argument flattening, dtype
-standardisation, tensor conversion). A decoding step runs about 200 of them
-for arithmetic that takes a few milliseconds, so on PyTorch generation was
-bound by that overhead: 21 tokens/s against JAX's 478 for the benchmark's
-6-block aMLP. `TorchDecoder` computes the same formulas as the layers'
-cached `call` with `torch` functions on the variables' values. It also
-writes each new token's gates, keys and values into the caches in place and
-reads only the positions written so far: `slice_update` on PyTorch copies
-the whole cache every step, and the causal mask zeroes every later position
-anyway.
+The fast form of `_kernels.torch_decoder`, and the library's only raw-torch
+code; only that function makes a `TorchDecoder`. Keras runs PyTorch
+eagerly, and every `Layer.__call__` and `keras.ops` call costs tens of
+microseconds of Python (argument flattening, dtype standardisation, tensor
+conversion). A decoding step runs about 200 of them for arithmetic that
+takes a few milliseconds, so on PyTorch generation was bound by that
+overhead. `TorchDecoder` computes the same formulas as the layers' cached
+`call` with `torch` functions on the variables' values. It also writes each
+new token's gates, keys and values into the caches in place and reads only
+the positions written so far: `slice_update` on PyTorch copies the whole
+cache every step, and the causal mask zeroes every later position anyway.
 
-It is used only inside `gMLPCausalLM.generate`, which owns the caches it
-updates, and only for the configurations it reproduces (see
-`supports_torch_decoding`); everything else takes the layers' path.
+`gMLPCausalLM.generate` uses it; it owns the caches the decoder updates.
 """
 
 import math
 
-import keras
 
-
-def supports_torch_decoding(backbone):
-    """Whether `TorchDecoder` computes what the layers compute.
+def reproduces(token_embedding, segment_embedding, blocks, final_norm):
+    """Whether `TorchDecoder` computes what these layers compute.
 
     float32 only (mixed precision casts in places this does not mirror), no
     int8/float8 quantization and no LoRA (both change what `kernel` means),
-    and the tied output projection without a logit soft cap.
+    and the tied output projection without a logit soft cap. Every layer
+    whose weights the decoder reads is checked.
     """
-    if keras.backend.backend() != "torch":
-        return False
-    for layer in [backbone, *backbone._flatten_layers(include_self=False)]:
+    layers = [token_embedding, segment_embedding, final_norm]
+    for block in blocks:
+        unit = block.spatial_gating_unit
+        layers += [block, block.norm, block.expand_dense, unit, unit.norm]
+        layers.append(block.output_dense)
+        attention = block.tiny_attention
+        if attention is not None:
+            layers += [attention, attention.qkv_dense, attention.output_dense]
+    for layer in layers:
         if layer.dtype_policy.name != "float32":
             return False
         if getattr(layer, "quantization_mode", None) is not None:
             return False
         if getattr(layer, "lora_enabled", False):
             return False
-    embedding = backbone.token_embedding
-    return embedding.tie_weights and embedding.logit_soft_cap is None
+    return token_embedding.tie_weights and token_embedding.logit_soft_cap is None
 
 
 def _dense_weights(dense):
@@ -54,22 +56,27 @@ def _norm_weights(norm):
 
 
 class TorchDecoder:
-    """Decodes one token at a time through a causal `gMLPBackbone`.
+    """Decodes one token at a time through a causal gMLP stack.
 
     The variables' tensors are looked up once, when the decoder is made,
     so make one per `generate` call.
 
     Args:
-        backbone: a causal `gMLPBackbone` for which
-            `supports_torch_decoding` is true.
+        token_embedding: the tied `keras.layers.ReversibleEmbedding`.
+        segment_embedding: the segment `keras.layers.Embedding`; segment 0
+            is added to every token.
+        blocks: the causal `gMLPBlock`s, in order.
+        final_norm: the `keras.layers.LayerNormalization` after the blocks.
+
+    The four must pass `reproduces`.
     """
 
-    def __init__(self, backbone):
-        self.token_embeddings = backbone.token_embedding.embeddings.value
-        self.segment_zero = backbone.segment_embedding.embeddings.value[0]
-        self.final_norm = _norm_weights(backbone.final_layer_norm)
+    def __init__(self, token_embedding, segment_embedding, blocks, final_norm):
+        self.token_embeddings = token_embedding.embeddings.value
+        self.segment_zero = segment_embedding.embeddings.value[0]
+        self.final_norm = _norm_weights(final_norm)
         self.blocks = []
-        for block in backbone.gmlp_blocks:
+        for block in blocks:
             unit = block.spatial_gating_unit
             attention = block.tiny_attention
             self.blocks.append(
@@ -95,8 +102,8 @@ class TorchDecoder:
 
         Args:
             token_ids: int tensor `(batch,)`, the tokens at `index`.
-            cache: the per-block caches of `gMLPCausalLM._build_cache`,
-                written in place.
+            cache: one cache per block, shaped as `gMLPBlock.initial_cache`
+                makes them, written in place.
             index: int, the tokens' position.
 
         Returns:

@@ -1,0 +1,196 @@
+"""The library's backend- and device-specific kernels, all in one place.
+
+Each kernel has two forms that compute the same values up to float32
+round-off: a plain form, the formula Keras itself uses, and a fast form that
+a benchmark showed to be faster on some backend or device. By default
+("auto") each kernel takes its fast form exactly where it was measured to
+help; the comment above each kernel gives the figure, from
+benchmarks/README.md. The layers call these functions and never look at the
+backend or the device themselves.
+
+`use_kernels` forces every kernel to one form, so that tests can run each
+fast form on a CPU and compare it with the plain one:
+
+```python
+with use_kernels("plain"):
+    expected = block(x)
+with use_kernels("fast"):
+    np.testing.assert_allclose(block(x), expected, atol=1e-5)
+```
+
+The choice is read when a layer runs its `call`: a function that XLA has
+already traced keeps the forms it was traced with.
+"""
+
+import contextlib
+import functools
+import math
+
+import keras
+from keras import ops
+
+KERNEL_NAMES = ("gelu", "layer_norm", "spatial_projection", "torch_decoding")
+CHOICES = ("auto", "fast", "plain")
+_choice = "auto"
+
+
+@contextlib.contextmanager
+def use_kernels(choice):
+    """Forces the form of every kernel inside a `with` block.
+
+    Args:
+        choice: `"auto"` (the default outside any `with` block: each kernel
+            takes its fast form where it was measured to be faster),
+            `"fast"` (every fast form, on any device) or `"plain"` (Keras'
+            formulas everywhere). The PyTorch decoding step runs only on
+            the PyTorch backend, so `"fast"` cannot force it elsewhere.
+    """
+    global _choice
+    if choice not in CHOICES:
+        raise ValueError(
+            f"Argument `choice` must be one of {CHOICES}. Received: "
+            f"choice={choice!r}"
+        )
+    previous, _choice = _choice, choice
+    try:
+        yield
+    finally:
+        _choice = previous
+
+
+def uses_fast_form(name):
+    """Whether kernel `name` (one of `KERNEL_NAMES`) takes its fast form now."""
+    if name not in KERNEL_NAMES:
+        raise ValueError(
+            f"Argument `name` must be one of {KERNEL_NAMES}. Received: name={name!r}"
+        )
+    backend = keras.backend.backend()
+    if _choice == "plain":
+        return False
+    if name == "torch_decoding":
+        return backend == "torch"
+    if _choice == "fast":
+        return True
+    if name == "gelu":
+        # TensorFlow for export on every device (see `gelu`), JAX for speed.
+        return backend == "tensorflow" or (backend == "jax" and _xla_on_cpu())
+    if name == "layer_norm":
+        return backend == "jax" and _xla_on_cpu()
+    return _xla_on_cpu()  # The spatial projection.
+
+
+@functools.cache
+def _xla_on_cpu():
+    """Whether this is an XLA backend (TensorFlow, JAX) running on CPUs.
+
+    The fast forms below were timed on a 2-core CPU; on accelerators the
+    layers keep Keras' formulas, which were never measured against them.
+    """
+    if keras.backend.backend() not in ("jax", "tensorflow"):
+        return False
+    devices = keras.distribution.list_devices()
+    return all(device.lower().startswith("cpu") for device in devices)
+
+
+# Fast on JAX CPUs: one gMLP-S gradient step (batch 8, 2 cores, interleaved
+# A/B) took 2.74 s instead of 2.93 s. JAX's exact GELU goes through `erfc`,
+# which XLA's CPU backend expands into a long polynomial and recomputes in
+# several backward fusions; `erf` is one native op. TensorFlow takes it on
+# every device for a reason other than speed: its own exact GELU uses
+# `erfc`, which ONNX has no operator for, so an exported model would not
+# load. PyTorch's plain form is already one fused kernel of this formula.
+def gelu(x):
+    """Exact GELU, `0.5 * x * (1 + erf(x / sqrt(2)))`, as timm and PyTorch use."""
+    if uses_fast_form("gelu"):
+        return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+    return keras.activations.gelu(x, approximate=False)
+
+
+# Fast on JAX CPUs: with this form and the erf GELU, the gMLP-S gradient
+# step above took 2.48 s instead of 2.93 s (2.74 s with the GELU alone).
+# Keras' formula folds `gamma` into the inverse standard deviation, an
+# input-sized product that the backward pass reads again (0.11 s of the
+# step in a profile). TensorFlow gained nothing from it (2.26 s against
+# 2.05-2.22 s), and PyTorch's plain form is its fused kernel.
+def layer_normalization(layer, inputs):
+    """`layer(inputs)` for a `keras.layers.LayerNormalization` over the last axis.
+
+    The fast form computes `(x - mean) * rsqrt(var + epsilon) * gamma +
+    beta` in at least float32, as Keras does, so half precision stays
+    stable; RMS scaling always takes Keras' formula.
+    """
+    if layer.rms_scaling or not uses_fast_form("layer_norm"):
+        return keras.layers.LayerNormalization.call(layer, inputs)
+    compute_dtype = keras.backend.result_type(inputs.dtype, "float32")
+    x = ops.cast(inputs, compute_dtype)
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    variance = ops.mean(ops.square(centered), axis=-1, keepdims=True)
+    outputs = centered * ops.rsqrt(variance + layer.epsilon)
+    if layer.scale:
+        outputs = outputs * ops.cast(layer.gamma, compute_dtype)
+    if layer.center:
+        outputs = outputs + ops.cast(layer.beta, compute_dtype)
+    return ops.cast(outputs, layer.compute_dtype)
+
+
+# Fast on XLA CPUs: 8 gMLP-S blocks, batch 8, training step (interleaved
+# A/B): JAX 1.40 s -> 1.27 s, TensorFlow 1.20 s -> 1.07 s. XLA's CPU backend
+# runs one (tokens, tokens) x (tokens, batch * channels) matmul faster than
+# the batched contraction the einsum lowers to. On PyTorch the einsum is one
+# `bmm` and the fast form's transposes made the step 1.06x slower.
+def spatial_projection(kernel, context, batch, rows, columns):
+    """`sum_n kernel[h, m, n] * context[b, n, h, c]`, the SGU's token mixing.
+
+    The sizes come from the caller's one `ops.shape` call: on TensorFlow
+    each call adds a slice per unknown dimension, and unused slices become
+    extra outputs of an OpenVINO export.
+
+    Args:
+        kernel: `(heads, rows, columns)`, each head's spatial weights.
+        context: `(batch, columns, heads, head_dim)`, the normalised gates.
+        batch: int or scalar tensor, the batch size.
+        rows: int or scalar tensor, the number of output tokens.
+        columns: int or scalar tensor, the number of context tokens.
+
+    Returns:
+        A tensor `(batch, rows, heads, head_dim)`.
+    """
+    if not uses_fast_form("spatial_projection"):
+        return ops.einsum("hmn,bnhc->bmhc", kernel, context)
+    heads, head_dim = kernel.shape[0], context.shape[-1]
+    tokens_first = ops.reshape(
+        ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
+    )
+    projected = ops.reshape(
+        ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
+    )
+    return ops.transpose(projected, (2, 1, 0, 3))
+
+
+# Fast on PyTorch: greedy generation of the 6-block aMLP in
+# benchmarks/generation.py went from 21 to 518 tokens/s (JAX: 993). Eager
+# PyTorch spends a decoding step in Keras' per-call Python, not in the
+# arithmetic; the raw-torch step skips it and updates the caches in place.
+def torch_decoder(token_embedding, segment_embedding, blocks, final_norm):
+    """The raw-PyTorch decoding step of a causal gMLP stack, or None.
+
+    None means: decode through the layers' cached `call`. That is the plain
+    form, and also what configurations the step does not reproduce take
+    (see `keras_gmlp.layers._torch_decoding.reproduces`).
+
+    Args:
+        token_embedding: the tied `keras.layers.ReversibleEmbedding`.
+        segment_embedding: the segment `keras.layers.Embedding`; segment 0
+            is added to every token.
+        blocks: the causal `gMLPBlock`s, in order.
+        final_norm: the `keras.layers.LayerNormalization` after the blocks.
+    """
+    if not uses_fast_form("torch_decoding"):
+        return None
+    from keras_gmlp.layers import _torch_decoding
+
+    parts = (token_embedding, segment_embedding, blocks, final_norm)
+    if not _torch_decoding.reproduces(*parts):
+        return None
+    return _torch_decoding.TorchDecoder(*parts)

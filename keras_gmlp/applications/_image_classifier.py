@@ -6,12 +6,12 @@ import os
 import keras
 
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
-from keras_gmlp.applications.weights import TIMM_SUFFIXES
-from keras_gmlp.applications.weights import assign_timm_state
 from keras_gmlp.applications.weights import fetch_imagenet_weights
-from keras_gmlp.applications.weights import load_timm_weights
-from keras_gmlp.applications.weights import read_checkpoint
 from keras_gmlp.models._patch_mlp import patch_mlp
+from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
+from keras_gmlp.utils.timm.checkpoint import read_checkpoint
+from keras_gmlp.utils.timm.state_dict import assign_timm_state
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
 
 KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
 

@@ -216,6 +216,19 @@ def build_image_classifier(
     return model
 
 
+def imagenet_weights_doc(variant):
+    """The builders' docstring text for `weights="imagenet"` of a variant
+    table row; empty when it has no public weights."""
+    imagenet = variant["imagenet"]
+    if imagenet is None:
+        return ""
+    return (
+        f'`"imagenet"`\n            (timm\'s `{imagenet["repository"].split("/")[-1]}`, '
+        "downloaded once,\n            sha256-checked and cached in "
+        "`~/.keras/models`; see\n            `IMAGENET_WEIGHTS`), "
+    )
+
+
 def load_weights(model, path):
     """Loads a Keras `.weights.h5` or a timm checkpoint, all or nothing."""
     path = os.fspath(path)

@@ -25,8 +25,8 @@ from keras_gmlp.applications.mlp_mixer import MixerL16
 from keras_gmlp.applications.mlp_mixer import MixerL32
 from keras_gmlp.applications.mlp_mixer import MixerS16
 from keras_gmlp.applications.mlp_mixer import MixerS32
-from keras_gmlp.applications.weights import load_timm_weights
-from keras_gmlp.applications.weights import timm_state_dict
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
+from keras_gmlp.utils.timm.state_dict import timm_state_dict
 
 _TEXT_BUILDERS = ("gMLPBase", "gMLPLarge", "aMLPBase", "aMLPLarge")
 

@@ -9,13 +9,22 @@ builders' users find it.
 """
 
 from keras_gmlp.models._patch_mlp_variants import IMAGE_CLASSIFIER_VARIANTS
-from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES  # noqa: F401
-from keras_gmlp.utils.timm.checkpoint import read_checkpoint  # noqa: F401
+from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
+from keras_gmlp.utils.timm.checkpoint import read_checkpoint
 from keras_gmlp.utils.timm.download import fetch_pinned_checkpoint
 from keras_gmlp.utils.timm.download import pinned_origin
-from keras_gmlp.utils.timm.state_dict import assign_timm_state  # noqa: F401
-from keras_gmlp.utils.timm.state_dict import load_timm_weights  # noqa: F401
-from keras_gmlp.utils.timm.state_dict import timm_state_dict  # noqa: F401
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
+from keras_gmlp.utils.timm.state_dict import timm_state_dict
+
+__all__ = [
+    "IMAGENET_WEIGHTS",
+    "TIMM_SUFFIXES",
+    "fetch_imagenet_weights",
+    "imagenet_weights_origin",
+    "load_timm_weights",
+    "read_checkpoint",
+    "timm_state_dict",
+]
 
 # {variant: {"repository", "revision", "sha256", "release"}}.
 IMAGENET_WEIGHTS = {

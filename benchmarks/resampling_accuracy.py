@@ -17,7 +17,7 @@ import keras
 import numpy as np
 from sklearn.datasets import load_digits
 
-import keras_gmlp.applications.weights as weights_module
+import keras_gmlp.utils.timm.state_dict as weights_module
 from keras_gmlp.applications import load_timm_weights
 from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP

@@ -5,7 +5,10 @@ and MixerS16 ... MixerL32, thin wrappers over the architecture of the
 keras-hub image backbones `keras_gmlp.models.gMLPImageBackbone` and
 `MLPMixerBackbone`. Text encoders (masked-LM pretraining): gMLPBase,
 gMLPLarge, aMLPBase, aMLPLarge, over `keras_gmlp.models.gMLPBackbone`.
-Note `gMLPB` (image) versus `gMLPBase` (text).
+Note `gMLPB` (image) versus `gMLPBase` (text). `IMAGE_CLASSIFIER_VARIANTS`
+maps each image variant's short name (`"gmlp_s16"`, `"mixer_b16"`, ...) to
+its row of the family's variant table: builder name, sizes, patch size,
+parameter count, timm name and public ImageNet weights.
 
 The image classifiers import only keras. The masked-language-model encoders
 (gMLPBase, gMLPLarge, aMLPBase, aMLPLarge) are built on keras-hub, so they
@@ -25,8 +28,9 @@ from keras_gmlp.applications.mlp_mixer import MixerL16
 from keras_gmlp.applications.mlp_mixer import MixerL32
 from keras_gmlp.applications.mlp_mixer import MixerS16
 from keras_gmlp.applications.mlp_mixer import MixerS32
-from keras_gmlp.applications.weights import load_timm_weights
-from keras_gmlp.applications.weights import timm_state_dict
+from keras_gmlp.models._patch_mlp_variants import IMAGE_CLASSIFIER_VARIANTS
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
+from keras_gmlp.utils.timm.state_dict import timm_state_dict
 
 _TEXT_BUILDERS = ("gMLPBase", "gMLPLarge", "aMLPBase", "aMLPLarge")
 

@@ -6,12 +6,12 @@ import os
 import keras
 
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
-from keras_gmlp.applications.weights import TIMM_SUFFIXES
-from keras_gmlp.applications.weights import assign_timm_state
 from keras_gmlp.applications.weights import fetch_imagenet_weights
-from keras_gmlp.applications.weights import load_timm_weights
-from keras_gmlp.applications.weights import read_checkpoint
 from keras_gmlp.models._patch_mlp import patch_mlp
+from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
+from keras_gmlp.utils.timm.checkpoint import read_checkpoint
+from keras_gmlp.utils.timm.state_dict import assign_timm_state
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
 
 KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
 
@@ -30,10 +30,7 @@ def _check_sizes(num_blocks, hidden_dim, patch_size, default_size):
             )
 
 
-def _check_arguments(
-    variant, include_top, weights, pooling, classes, classifier_activation,
-    drop_path_rate,
-):
+def _check_weights(weights):
     is_path = isinstance(weights, (str, os.PathLike)) and weights != "imagenet"
     is_file = is_path and os.path.isfile(weights)
     if is_path and not is_file:
@@ -55,6 +52,13 @@ def _check_arguments(
             "timm checkpoint "
             f"({', '.join(TIMM_SUFFIXES)}). Received: weights={weights!r}"
         )
+
+
+def _check_arguments(
+    variant, include_top, weights, pooling, classes, classifier_activation,
+    drop_path_rate,
+):
+    _check_weights(weights)
     if weights == "imagenet" and variant not in IMAGENET_WEIGHTS:
         raise ValueError(
             f"There are no public ImageNet weights for {variant}; they exist "
@@ -178,16 +182,9 @@ def build_image_classifier(
     inputs, x = _image_input(
         input_tensor, input_shape, default_size, patch_size, weights
     )
-    if weights == "imagenet":
-        # Before building, so a missing file fails fast.
-        weights = fetch_imagenet_weights(variant)
-    checkpoint = None
-    if weights is not None and os.fspath(weights).endswith(TIMM_SUFFIXES):
-        # Also read before building: an unreadable file fails fast.
-        try:
-            checkpoint = read_checkpoint(weights)
-        except ValueError as error:
-            raise ValueError(f"{error} Received: weights={weights!r}") from error
+    # Fetched and read before building, so a missing or unreadable file
+    # fails fast.
+    weights, checkpoint = _fetch_and_read(weights, variant)
     if include_preprocessing:
         # timm's gMLP and Mixer weights expect mean = std = 0.5 on [0, 1],
         # i.e. pixels in [-1, 1].
@@ -196,24 +193,55 @@ def build_image_classifier(
     features = patch_mlp(
         x, make_block, num_blocks, hidden_dim, patch_size, drop_path_rate
     )
-    grid, x = features["grid"], features["tokens"]
-    if include_top:
-        x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
-        x = keras.layers.Dense(
-            classes, activation=classifier_activation, name="predictions"
-        )(x)
-    elif pooling == "avg":
-        x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = keras.layers.GlobalMaxPooling1D(name="max_pool")(x)
-    else:
-        x = keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
+    x = _top(
+        features, hidden_dim, include_top, pooling, classes, classifier_activation
+    )
     model = keras.Model(inputs, x, name=name)
     if checkpoint is not None:
         assign_timm_state(model, checkpoint, repr(os.fspath(weights)))
     elif weights is not None:
         load_weights(model, weights)
     return model
+
+
+def _fetch_and_read(weights, variant):
+    """`weights` as a local path, and the timm checkpoint it holds (None
+    for Keras weights or none)."""
+    if weights == "imagenet":
+        weights = fetch_imagenet_weights(variant)
+    if weights is None or not os.fspath(weights).endswith(TIMM_SUFFIXES):
+        return weights, None
+    try:
+        return weights, read_checkpoint(weights)
+    except ValueError as error:
+        raise ValueError(f"{error} Received: weights={weights!r}") from error
+
+
+def _top(features, hidden_dim, include_top, pooling, classes, classifier_activation):
+    grid, x = features["grid"], features["tokens"]
+    if include_top:
+        x = keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
+        return keras.layers.Dense(
+            classes, activation=classifier_activation, name="predictions"
+        )(x)
+    if pooling == "avg":
+        return keras.layers.GlobalAveragePooling1D(name="avg_pool")(x)
+    if pooling == "max":
+        return keras.layers.GlobalMaxPooling1D(name="max_pool")(x)
+    return keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
+
+
+def imagenet_weights_doc(variant):
+    """The builders' docstring text for `weights="imagenet"` of a variant
+    table row; empty when it has no public weights."""
+    imagenet = variant["imagenet"]
+    if imagenet is None:
+        return ""
+    return (
+        f'`"imagenet"`\n            (timm\'s `{imagenet["repository"].split("/")[-1]}`, '
+        "downloaded once,\n            sha256-checked and cached in "
+        "`~/.keras/models`; see\n            `IMAGENET_WEIGHTS`), "
+    )
 
 
 def load_weights(model, path):

@@ -1,17 +1,23 @@
 """gMLP image classifiers (Liu et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
+from keras_gmlp.applications._image_classifier import imagenet_weights_doc
 from keras_gmlp.models._patch_mlp import gmlp_block_factory
+from keras_gmlp.models._patch_mlp_variants import GMLP_IMAGE_VARIANTS
 
-# Drop-path rates of the paper's recipe (survival probability 1.0, 0.95 and
-# 0.8 at the last block); the builders default to 0.0 like keras.applications.
-PAPER_DROP_PATH_RATES = {"gmlp_ti16": 0.0, "gmlp_s16": 0.05, "gmlp_b16": 0.2}
+# Drop-path rates of the paper's recipe; the builders default to 0.0 like
+# keras.applications.
+PAPER_DROP_PATH_RATES = {
+    name: variant["paper_drop_path_rate"]
+    for name, variant in GMLP_IMAGE_VARIANTS.items()
+}
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     Reference: "Pay Attention to MLPs" (Liu, Dai, So and Le, NeurIPS 2021),
-    https://arxiv.org/abs/2105.08050. {params} parameters with the
-    1000-class top, as timm's `{timm_name}`.
+    https://arxiv.org/abs/2105.08050. {params:,} parameters with the
+    1000-class top, as timm's `{timm_name}`; {num_blocks} blocks of width
+    {hidden_dim} and gated expansion {intermediate_dim}.
 
     An image classifier (`gMLPTi`, `gMLPS`, `gMLPB`: Tiny, Small, Base at
     patch 16); the masked-language-model text encoders are `gMLPBase` and
@@ -22,7 +28,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (timm's normalisation for gMLP) unless
     `include_preprocessing=False`; `preprocess_input` is a pass-through.
-    Any input size that the patch size 16 divides works, square or not.
+    Any input size that the patch size {patch_size} divides works, square or not.
     timm checkpoints trained at another size are loaded with the spatial
     weights resampled to the new patch grid (`load_timm_weights`).
 
@@ -36,7 +42,8 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
         input_tensor: optional Keras tensor (i.e. output of `keras.Input()`)
             to use as image input for the model.
         input_shape: optional `(height, width, channels)`, default
-            `(224, 224, 3)`. Height and width must be known multiples of 16.
+            `({default_size}, {default_size}, 3)`. Height and width must be known
+            multiples of {patch_size}.
         pooling: pooling of the features when `include_top=False`: `None`
             returns the normalised token grid `(batch, rows, columns,
             channels)`, `"avg"` or `"max"` pool it to `(batch, channels)`.
@@ -47,7 +54,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
         include_preprocessing: whether the model scales `[0, 255]` pixels.
         drop_path_rate: final stochastic depth rate, increasing linearly
             from 0 over the blocks. The paper's recipe uses
-            {paper_rate} (`PAPER_DROP_PATH_RATES`).
+            {paper_drop_path_rate} (`PAPER_DROP_PATH_RATES`).
         name: name of the model.
 
     Returns:
@@ -58,7 +65,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     ```python
     model = keras_gmlp.applications.{builder}(weights=None)
-    logits = model(keras.random.uniform((1, 224, 224, 3), 0, 255))
+    logits = model(keras.random.uniform((1, {default_size}, {default_size}, 3), 0, 255))
 
     features = keras_gmlp.applications.{builder}(
         include_top=False, input_shape=(256, 192, 3), pooling="avg"
@@ -123,66 +130,83 @@ def gMLP(
     )
 
 
-def _variant(variant, hidden_dim):
-    def builder(
-        include_top=True,
-        weights=None,
-        input_tensor=None,
-        input_shape=None,
-        pooling=None,
-        classes=1000,
-        classifier_activation="softmax",
-        include_preprocessing=True,
-        drop_path_rate=0.0,
-        name=variant,
-    ):
-        return gMLP(
-            num_blocks=30,
-            hidden_dim=hidden_dim,
-            intermediate_dim=6 * hidden_dim,
-            patch_size=16,
-            default_size=224,
-            variant=variant,
-            include_top=include_top,
-            weights=weights,
-            input_tensor=input_tensor,
-            input_shape=input_shape,
-            pooling=pooling,
-            classes=classes,
-            classifier_activation=classifier_activation,
-            include_preprocessing=include_preprocessing,
-            drop_path_rate=drop_path_rate,
-            name=name,
-        )
-
-    return builder
-
-
-def _document(builder, name, title, params, timm_name, imagenet):
-    builder.__name__ = builder.__qualname__ = name
-    builder.__doc__ = BASE_DOCSTRING.format(
-        title=title,
-        params=params,
-        timm_name=timm_name,
-        imagenet=imagenet,
-        paper_rate=PAPER_DROP_PATH_RATES[timm_name.rsplit("_", 1)[0]],
-        builder=name,
+def _gmlp_variant(variant, *builder_args):
+    """`gMLP` with the sizes of `GMLP_IMAGE_VARIANTS[variant]`;
+    `builder_args` are the arguments of `gMLPS`, in order."""
+    config = GMLP_IMAGE_VARIANTS[variant]
+    return gMLP(
+        config["num_blocks"],
+        config["hidden_dim"],
+        config["intermediate_dim"],
+        config["patch_size"],
+        config["default_size"],
+        variant,
+        *builder_args,
     )
-    return builder
 
 
-gMLPTi = _document(
-    _variant("gmlp_ti16", 128), "gMLPTi", "gMLP-Ti/16", "5,867,328",
-    "gmlp_ti16_224", "",
-)
-gMLPS = _document(
-    _variant("gmlp_s16", 256), "gMLPS", "gMLP-S/16", "19,422,656",
-    "gmlp_s16_224",
-    '`"imagenet"` (timm\'s `gmlp_s16_224.ra3_in1k`, downloaded once,\n'
-    "            sha256-checked and cached in `~/.keras/models`; see\n"
-    "            `IMAGENET_WEIGHTS`), ",
-)
-gMLPB = _document(
-    _variant("gmlp_b16", 512), "gMLPB", "gMLP-B/16", "73,075,392",
-    "gmlp_b16_224", "",
-)
+def _docstring(variant):
+    config = GMLP_IMAGE_VARIANTS[variant]
+    return BASE_DOCSTRING.format(**dict(config, imagenet=imagenet_weights_doc(config)))
+
+
+def gMLPTi(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="gmlp_ti16",
+):
+    return _gmlp_variant(
+        "gmlp_ti16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def gMLPS(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="gmlp_s16",
+):
+    return _gmlp_variant(
+        "gmlp_s16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def gMLPB(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="gmlp_b16",
+):
+    return _gmlp_variant(
+        "gmlp_b16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+gMLPTi.__doc__ = _docstring("gmlp_ti16")
+gMLPS.__doc__ = _docstring("gmlp_s16")
+gMLPB.__doc__ = _docstring("gmlp_b16")

@@ -1,13 +1,17 @@
 """MLP-Mixer image classifiers (Tolstikhin et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
+from keras_gmlp.applications._image_classifier import imagenet_weights_doc
 from keras_gmlp.models._patch_mlp import mixer_block_factory
+from keras_gmlp.models._patch_mlp_variants import MLP_MIXER_VARIANTS
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     Reference: "MLP-Mixer: An all-MLP Architecture for Vision" (Tolstikhin
-    et al., NeurIPS 2021), https://arxiv.org/abs/2105.01601. {params}
-    parameters with the 1000-class top, as timm's `{timm_name}`. It builds
+    et al., NeurIPS 2021), https://arxiv.org/abs/2105.01601. {params:,}
+    parameters with the 1000-class top, as timm's `{timm_name}`:
+    {num_blocks} blocks of width {hidden_dim}, token-mixing MLP
+    {tokens_mlp_dim} and channel-mixing MLP {channels_mlp_dim} wide. It builds
     the layers of `keras_gmlp.models.MLPMixerBackbone` (preset
     `"{timm_name}"`), the keras-hub class to use for `from_preset`,
     `save_to_preset` and `tf.data` preprocessing.
@@ -15,7 +19,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     The model takes raw RGB pixels in `[0, 255]` and scales them to
     `[-1, 1]` inside (the normalisation of the Google Mixer weights) unless
     `include_preprocessing=False`; `preprocess_input` is a pass-through.
-    Any input size that the patch size {patch} divides works. timm
+    Any input size that the patch size {patch_size} divides works. timm
     checkpoints trained at another size are loaded with the token-mixing
     MLP resampled to the new patch grid (`load_timm_weights`).
 
@@ -29,8 +33,8 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
         input_tensor: optional Keras tensor (i.e. output of `keras.Input()`)
             to use as image input for the model.
         input_shape: optional `(height, width, channels)`, default
-            `(224, 224, 3)`. Height and width must be known multiples of
-            {patch}.
+            `({default_size}, {default_size}, 3)`. Height and width must be known multiples of
+            {patch_size}.
         pooling: pooling of the features when `include_top=False`: `None`
             returns the normalised token grid `(batch, rows, columns,
             channels)`, `"avg"` or `"max"` pool it to `(batch, channels)`.
@@ -51,7 +55,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
 
     ```python
     model = keras_gmlp.applications.{builder}(weights=None)
-    probabilities = model(keras.random.uniform((1, 224, 224, 3), 0, 255))
+    probabilities = model(keras.random.uniform((1, {default_size}, {default_size}, 3), 0, 255))
     ```
 """
 
@@ -117,67 +121,144 @@ def MLPMixer(
     )
 
 
-def _variant(variant, num_blocks, hidden_dim, patch_size):
-    def builder(
-        include_top=True,
-        weights=None,
-        input_tensor=None,
-        input_shape=None,
-        pooling=None,
-        classes=1000,
-        classifier_activation="softmax",
-        include_preprocessing=True,
-        drop_path_rate=0.0,
-        name=variant,
-    ):
-        return MLPMixer(
-            num_blocks=num_blocks,
-            hidden_dim=hidden_dim,
-            # timm's mlp_ratio=(0.5, 4.0).
-            tokens_mlp_dim=hidden_dim // 2,
-            channels_mlp_dim=4 * hidden_dim,
-            patch_size=patch_size,
-            default_size=224,
-            variant=variant,
-            include_top=include_top,
-            weights=weights,
-            input_tensor=input_tensor,
-            input_shape=input_shape,
-            pooling=pooling,
-            classes=classes,
-            classifier_activation=classifier_activation,
-            include_preprocessing=include_preprocessing,
-            drop_path_rate=drop_path_rate,
-            name=name,
-        )
-
-    return builder
-
-
-def _document(name, variant, num_blocks, hidden_dim, patch_size, params):
-    builder = _variant(variant, num_blocks, hidden_dim, patch_size)
-    builder.__name__ = builder.__qualname__ = name
-    imagenet = ""
-    if variant in ("mixer_b16", "mixer_l16"):
-        imagenet = (
-            f'`"imagenet"` (timm\'s `{variant}_224.goog_in21k_ft_in1k`,\n'
-            "            downloaded once, sha256-checked and cached in\n"
-            "            `~/.keras/models`; see `IMAGENET_WEIGHTS`), "
-        )
-    builder.__doc__ = BASE_DOCSTRING.format(
-        title=f"MLP-Mixer {name[5:6]}/{patch_size}",
-        params=params,
-        timm_name=f"{variant}_224",
-        patch=patch_size,
-        imagenet=imagenet,
-        builder=name,
+def _mixer_variant(variant, *builder_args):
+    """`MLPMixer` with the sizes of `MLP_MIXER_VARIANTS[variant]`;
+    `builder_args` are the arguments of `MixerB16`, in order."""
+    config = MLP_MIXER_VARIANTS[variant]
+    return MLPMixer(
+        config["num_blocks"],
+        config["hidden_dim"],
+        config["tokens_mlp_dim"],
+        config["channels_mlp_dim"],
+        config["patch_size"],
+        config["default_size"],
+        variant,
+        *builder_args,
     )
-    return builder
 
 
-MixerS32 = _document("MixerS32", "mixer_s32", 8, 512, 32, "19,104,624")
-MixerS16 = _document("MixerS16", "mixer_s16", 8, 512, 16, "18,528,264")
-MixerB32 = _document("MixerB32", "mixer_b32", 12, 768, 32, "60,293,428")
-MixerB16 = _document("MixerB16", "mixer_b16", 12, 768, 16, "59,880,472")
-MixerL32 = _document("MixerL32", "mixer_l32", 24, 1024, 32, "206,939,264")
-MixerL16 = _document("MixerL16", "mixer_l16", 24, 1024, 16, "208,196,168")
+def _docstring(variant):
+    config = MLP_MIXER_VARIANTS[variant]
+    return BASE_DOCSTRING.format(**dict(config, imagenet=imagenet_weights_doc(config)))
+
+
+def MixerS32(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_s32",
+):
+    return _mixer_variant(
+        "mixer_s32", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def MixerS16(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_s16",
+):
+    return _mixer_variant(
+        "mixer_s16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def MixerB32(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_b32",
+):
+    return _mixer_variant(
+        "mixer_b32", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def MixerB16(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_b16",
+):
+    return _mixer_variant(
+        "mixer_b16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def MixerL32(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_l32",
+):
+    return _mixer_variant(
+        "mixer_l32", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+def MixerL16(
+    include_top=True,
+    weights=None,
+    input_tensor=None,
+    input_shape=None,
+    pooling=None,
+    classes=1000,
+    classifier_activation="softmax",
+    include_preprocessing=True,
+    drop_path_rate=0.0,
+    name="mixer_l16",
+):
+    return _mixer_variant(
+        "mixer_l16", include_top, weights, input_tensor, input_shape, pooling,
+        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        name,
+    )
+
+
+MixerS32.__doc__ = _docstring("mixer_s32")
+MixerS16.__doc__ = _docstring("mixer_s16")
+MixerB32.__doc__ = _docstring("mixer_b32")
+MixerB16.__doc__ = _docstring("mixer_b16")
+MixerL32.__doc__ = _docstring("mixer_l32")
+MixerL16.__doc__ = _docstring("mixer_l16")

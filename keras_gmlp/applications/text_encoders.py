@@ -4,50 +4,19 @@
 configurations (Table 4 of Liu et al., 2021) as `gMLPMaskedLM` models, or as
 bare `gMLPBackbone` encoders with `include_top=False`. With the defaults
 (a BERT WordPiece vocabulary of 30,522 tokens, sequences of 128 tokens) the
-parameter counts match the paper: 130M, 365M, 109M and 316M.
+parameter counts match the paper's (`GMLP_TEXT_VARIANTS`).
 """
 
 from keras_gmlp.models.gmlp import gMLPBackbone
 from keras_gmlp.models.gmlp import gMLPMaskedLM
-
-# Depth, widths and tiny-attention size of each paper configuration.
-TEXT_ENCODER_CONFIGS = {
-    "gMLPBase": {
-        "num_layers": 48,
-        "hidden_dim": 512,
-        "intermediate_dim": 3072,
-        "attention_dim": None,
-    },
-    "gMLPLarge": {
-        "num_layers": 96,
-        "hidden_dim": 768,
-        "intermediate_dim": 3072,
-        "attention_dim": None,
-    },
-    "aMLPBase": {
-        "num_layers": 36,
-        "hidden_dim": 512,
-        "intermediate_dim": 3072,
-        "attention_dim": 64,
-    },
-    "aMLPLarge": {
-        "num_layers": 72,
-        "hidden_dim": 768,
-        "intermediate_dim": 3072,
-        "attention_dim": 128,
-    },
-}
-
-_DEFAULT_NAMES = {
-    "gMLPBase": "gmlp_base",
-    "gMLPLarge": "gmlp_large",
-    "aMLPBase": "amlp_base",
-    "aMLPLarge": "amlp_large",
-}
+from keras_gmlp.models.gmlp.gmlp_variants import BACKBONE_ARGUMENTS
+from keras_gmlp.models.gmlp.gmlp_variants import GMLP_TEXT_VARIANTS
 
 _BUILDER_DOC = """Builds the {label} masked-language-model encoder of the paper.
 
-    {summary} With `include_top=True` (the default) the result is a
+    {summary}:
+    {paper_params_m}M parameters in the paper. With `include_top=True` (the
+    default) the result is a
     `keras_gmlp.models.gMLPMaskedLM` whose output layer is tied to the token
     embedding; with `include_top=False` it is the bare
     `keras_gmlp.models.gMLPBackbone`, with `"sequence_output"` and
@@ -69,7 +38,7 @@ _BUILDER_DOC = """Builds the {label} masked-language-model encoder of the paper.
         preprocessor: optional `gMLPMaskedLMPreprocessor` attached to the
             masked LM (`include_top=True` only), so `fit()` takes raw text.
         dtype: optional dtype policy, e.g. `"mixed_bfloat16"`.
-        name: the model's name. Defaults to `"{name}"`.
+        name: the model's name. Defaults to `"{variant}"`.
 
     Returns:
         A `gMLPMaskedLM` or, with `include_top=False`, a `gMLPBackbone`.
@@ -90,7 +59,7 @@ _BUILDER_DOC = """Builds the {label} masked-language-model encoder of the paper.
 
 
 def _build_text_encoder(
-    config_name,
+    variant,
     include_top,
     weights,
     vocabulary_size,
@@ -102,6 +71,8 @@ def _build_text_encoder(
     dtype,
     name,
 ):
+    """The encoder of `GMLP_TEXT_VARIANTS[variant]`; the other arguments
+    are those of `gMLPBase`."""
     if weights is not None and not (
         isinstance(weights, str) and weights.endswith(".weights.h5")
     ):
@@ -115,7 +86,8 @@ def _build_text_encoder(
             "`include_top=True`, or apply the preprocessor to your data. "
             f"Received: include_top={include_top!r}"
         )
-    name = name or _DEFAULT_NAMES[config_name]
+    name = name or variant
+    config = GMLP_TEXT_VARIANTS[variant]
     backbone = gMLPBackbone(
         vocabulary_size=vocabulary_size,
         max_sequence_length=sequence_length,
@@ -124,7 +96,7 @@ def _build_text_encoder(
         dropout=dropout,
         dtype=dtype,
         name=name if not include_top else None,
-        **TEXT_ENCODER_CONFIGS[config_name],
+        **{key: config[key] for key in BACKBONE_ARGUMENTS},
     )
     model = backbone
     if include_top:
@@ -134,62 +106,100 @@ def _build_text_encoder(
     return model
 
 
-def _make_builder(config_name, label, summary):
-    def builder(
-        include_top=True,
-        weights=None,
-        vocabulary_size=30522,
-        sequence_length=128,
-        num_segments=2,
-        causal=False,
-        dropout=0.1,
-        preprocessor=None,
-        dtype=None,
-        name=None,
-    ):
-        return _build_text_encoder(
-            config_name,
-            include_top=include_top,
-            weights=weights,
-            vocabulary_size=vocabulary_size,
-            sequence_length=sequence_length,
-            num_segments=num_segments,
-            causal=causal,
-            dropout=dropout,
-            preprocessor=preprocessor,
-            dtype=dtype,
-            name=name,
-        )
-
-    builder.__name__ = builder.__qualname__ = config_name
-    builder.__doc__ = _BUILDER_DOC.format(
-        label=label,
-        summary=summary,
-        builder=config_name,
-        name=_DEFAULT_NAMES[config_name],
+def _summary(config):
+    kind = "gMLP" if config["attention_dim"] is None else (
+        f"aMLP (gMLP with a {config['attention_dim']}-wide tiny attention)"
     )
-    return builder
+    return (
+        f"{config['num_layers']} {kind} blocks, d_model "
+        f"{config['hidden_dim']}, d_ffn {config['intermediate_dim']}"
+    )
 
 
-gMLPBase = _make_builder(
-    "gMLPBase",
-    "gMLP-base",
-    "48 gMLP blocks, d_model 512, d_ffn 3072: 130M parameters.",
-)
-gMLPLarge = _make_builder(
-    "gMLPLarge",
-    "gMLP-large",
-    "96 gMLP blocks, d_model 768, d_ffn 3072: 365M parameters.",
-)
-aMLPBase = _make_builder(
-    "aMLPBase",
-    "aMLP-base",
-    "36 aMLP blocks (gMLP with a 64-wide tiny attention), d_model 512, "
-    "d_ffn 3072: 109M parameters.",
-)
-aMLPLarge = _make_builder(
-    "aMLPLarge",
-    "aMLP-large",
-    "72 aMLP blocks (gMLP with a 128-wide tiny attention), d_model 768, "
-    "d_ffn 3072: 316M parameters.",
-)
+def _docstring(variant):
+    config = GMLP_TEXT_VARIANTS[variant]
+    return _BUILDER_DOC.format(
+        label=config["title"],
+        summary=_summary(config),
+        paper_params_m=config["paper_params"] // 1_000_000,
+        builder=config["builder"],
+        variant=variant,
+    )
+
+
+def gMLPBase(
+    include_top=True,
+    weights=None,
+    vocabulary_size=30522,
+    sequence_length=128,
+    num_segments=2,
+    causal=False,
+    dropout=0.1,
+    preprocessor=None,
+    dtype=None,
+    name=None,
+):
+    return _build_text_encoder(
+        "gmlp_base", include_top, weights, vocabulary_size, sequence_length,
+        num_segments, causal, dropout, preprocessor, dtype, name,
+    )
+
+
+def gMLPLarge(
+    include_top=True,
+    weights=None,
+    vocabulary_size=30522,
+    sequence_length=128,
+    num_segments=2,
+    causal=False,
+    dropout=0.1,
+    preprocessor=None,
+    dtype=None,
+    name=None,
+):
+    return _build_text_encoder(
+        "gmlp_large", include_top, weights, vocabulary_size, sequence_length,
+        num_segments, causal, dropout, preprocessor, dtype, name,
+    )
+
+
+def aMLPBase(
+    include_top=True,
+    weights=None,
+    vocabulary_size=30522,
+    sequence_length=128,
+    num_segments=2,
+    causal=False,
+    dropout=0.1,
+    preprocessor=None,
+    dtype=None,
+    name=None,
+):
+    return _build_text_encoder(
+        "amlp_base", include_top, weights, vocabulary_size, sequence_length,
+        num_segments, causal, dropout, preprocessor, dtype, name,
+    )
+
+
+def aMLPLarge(
+    include_top=True,
+    weights=None,
+    vocabulary_size=30522,
+    sequence_length=128,
+    num_segments=2,
+    causal=False,
+    dropout=0.1,
+    preprocessor=None,
+    dtype=None,
+    name=None,
+):
+    return _build_text_encoder(
+        "amlp_large", include_top, weights, vocabulary_size, sequence_length,
+        num_segments, causal, dropout, preprocessor, dtype, name,
+    )
+
+
+gMLPBase.__doc__ = _docstring("gmlp_base")
+gMLPLarge.__doc__ = _docstring("gmlp_large")
+aMLPBase.__doc__ = _docstring("amlp_base")
+aMLPLarge.__doc__ = _docstring("amlp_large")

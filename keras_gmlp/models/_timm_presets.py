@@ -9,55 +9,53 @@ timm's Hugging Face layout, an `hf://timm/<name>` handle, or a name of the
 presets tables) is converted here; everything else (keras-hub preset
 directories and handles) goes to keras-hub's `from_preset` unchanged.
 
-Files are fetched with keras-hub's `get_file`, which downloads `hf://`
-handles with `huggingface_hub` into its cache and reads local directories
-in place. Weights are read with safetensors' NumPy reader (no torch),
-converted with `keras_gmlp.applications.weights` (the conversion the
-builders use) and resampled when the image shape gives another patch grid.
+Files come from `keras_gmlp.utils.preset_files` (huggingface_hub for
+`hf://` handles, in place for local directories). Weights are read with
+safetensors' NumPy reader (no torch), converted with
+`keras_gmlp.utils.timm` (the conversion the builders use) and resampled
+when the image shape gives another patch grid.
 """
 
 import importlib
 import json
-import os
 
-import keras
 import numpy as np
-from keras_hub.src.utils.preset_utils import get_file
 
-from keras_gmlp.applications.weights import load_timm_weights
-from keras_gmlp.applications.weights import read_checkpoint
 from keras_gmlp.models._patch_mlp import check_data_format
+from keras_gmlp.utils.preset_files import is_local_or_hf
+from keras_gmlp.utils.preset_files import preset_file
+from keras_gmlp.utils.timm import convert_gmlp
+from keras_gmlp.utils.timm import convert_mlp_mixer
+from keras_gmlp.utils.timm.checkpoint import read_checkpoint
+from keras_gmlp.utils.timm.state_dict import load_timm_weights
+from keras_gmlp.utils.timm.state_dict import timm_state_dict
 
-# timm architecture prefix: (module, backbone class, presets module, table).
+# timm architecture prefix: (module, backbone class, presets module, converter).
 FAMILIES = {
     "gmlp_": (
         "keras_gmlp.models.gmlp_image",
         "gMLPImageBackbone",
         "keras_gmlp.models.gmlp_image.gmlp_image_presets",
-        "backbone_presets",
+        convert_gmlp,
     ),
     "mixer_": (
         "keras_gmlp.models.mlp_mixer",
         "MLPMixerBackbone",
         "keras_gmlp.models.mlp_mixer.mlp_mixer_presets",
-        "backbone_presets",
+        convert_mlp_mixer,
     ),
-}
-
-# timm `model_args` this conversion understands (timm's MlpMixer arguments).
-SUPPORTED_MODEL_ARGS = {
-    "patch_size", "num_blocks", "embed_dim", "mlp_ratio", "img_size",
-    "in_chans", "num_classes", "drop_path_rate", "global_pool",
 }
 
 
 def _family(architecture):
-    for prefix, (module, backbone, presets_module, table) in FAMILIES.items():
+    """The backbone class, presets table and converter of a timm
+    architecture, or three `None`s for another architecture."""
+    for prefix, (module, backbone, presets_module, converter) in FAMILIES.items():
         if architecture.startswith(prefix):
             backbone_cls = getattr(importlib.import_module(module), backbone)
-            presets = getattr(importlib.import_module(presets_module), table)
-            return backbone_cls, presets
-    return None, None
+            presets = importlib.import_module(presets_module).backbone_presets
+            return backbone_cls, presets, converter
+    return None, None, None
 
 
 def all_presets():
@@ -67,15 +65,7 @@ def all_presets():
     return presets
 
 
-def _pair(value, name):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return tuple(int(v) for v in value)
-    raise ValueError(f"timm's `{name}` must be an int or a pair. Received: {name}={value!r}")
-
-
-def backbone_config(architecture, model_args, presets):
+def backbone_config(architecture, model_args, presets, converter):
     """The backbone arguments of a timm architecture and its `model_args`."""
     if architecture not in presets:
         raise ValueError(
@@ -83,36 +73,9 @@ def backbone_config(architecture, model_args, presets):
             f"are {', '.join(sorted(presets))}. Received: "
             f"architecture={architecture!r}"
         )
-    config = dict(presets[architecture]["config"])
-    unknown = sorted(set(model_args) - SUPPORTED_MODEL_ARGS)
-    if unknown or model_args.get("global_pool", "avg") != "avg":
-        raise ValueError(
-            "The checkpoint's `model_args` change the architecture in ways "
-            f"this conversion does not support: {unknown or 'global_pool'}. "
-            f"Supported: {sorted(SUPPORTED_MODEL_ARGS)} (global_pool='avg'). "
-            f"Received: model_args={model_args}"
-        )
-    hidden_dim = model_args.get("embed_dim", config["hidden_dim"])
-    config["hidden_dim"] = hidden_dim
-    if "patch_size" in model_args:
-        config["patch_size"] = model_args["patch_size"]
-    if "num_blocks" in model_args:
-        config["num_layers"] = model_args["num_blocks"]
-    if "drop_path_rate" in model_args:
-        config["drop_path_rate"] = float(model_args["drop_path_rate"])
-    height, width, channels = config["image_shape"]
-    if "img_size" in model_args:
-        height, width = _pair(model_args["img_size"], "img_size")
-    channels = model_args.get("in_chans", channels)
-    config["image_shape"] = (height, width, channels)
-    ratio = model_args.get("mlp_ratio")
-    if "intermediate_dim" in config:  # gMLP: GatedMlp's hidden width.
-        config["intermediate_dim"] = int((ratio or 6) * hidden_dim)
-    else:  # Mixer: (token MLP, channel MLP) ratios.
-        tokens, channels_ratio = ratio or (0.5, 4.0)
-        config["tokens_mlp_dim"] = int(tokens * hidden_dim)
-        config["channels_mlp_dim"] = int(channels_ratio * hidden_dim)
-    return config
+    return converter.convert_backbone_config(
+        presets[architecture]["config"], model_args
+    )
 
 
 class TimmCheckpoint:
@@ -122,17 +85,21 @@ class TimmCheckpoint:
         preset: the directory or handle the files come from; `None` for a
             presets-table entry without public weights.
         config: timm's `config.json` contents.
-        presets: the family's presets table.
-        backbone_cls: the family's backbone class.
+        family: the family's `(backbone class, presets table, converter)`.
+        revision: the commit of an `hf://` repository, `None` for its
+            default branch.
     """
 
-    def __init__(self, preset, config, presets, backbone_cls):
+    def __init__(self, preset, config, family, revision=None):
         self.preset = preset
+        self.revision = revision
         self.config = config
-        self.backbone_cls = backbone_cls
+        self.backbone_cls, presets, converter = family
         self.architecture = config["architecture"]
         model_args = dict(config.get("model_args") or {})
-        self.backbone_kwargs = backbone_config(self.architecture, model_args, presets)
+        self.backbone_kwargs = backbone_config(
+            self.architecture, model_args, presets, converter
+        )
         pretrained_cfg = config.get("pretrained_cfg") or {}
         self.pretrained_cfg = pretrained_cfg
         self.num_classes = model_args.get(
@@ -158,7 +125,9 @@ class TimmCheckpoint:
                 "timm checkpoint directory or `hf://timm/...` handle."
             )
         if self._state is None:
-            self._state = read_checkpoint(get_file(self.preset, "model.safetensors"))
+            self._state = read_checkpoint(
+                preset_file(self.preset, "model.safetensors", self.revision)
+            )
         return self._state
 
     def check_family(self, cls):
@@ -249,18 +218,17 @@ def timm_checkpoint(preset):
     if not isinstance(preset, str):
         return None
     presets = all_presets()
+    revision = None
     if preset in presets:
         entry = presets[preset]
-        backbone_cls, table = _family(preset)
-        source = entry.get("timm_handle")
-        if source is None:
+        if entry["timm_handle"] is None:
             config = {"architecture": preset, "pretrained_cfg": {"num_classes": 1000}}
-            return TimmCheckpoint(None, config, table, backbone_cls)
-        preset = source
-    if not (preset.startswith("hf://") or os.path.isdir(preset)):
+            return TimmCheckpoint(None, config, _family(preset))
+        preset, revision = entry["timm_handle"], entry["timm_revision"]
+    if not is_local_or_hf(preset):
         return None
     try:
-        config_path = get_file(preset, "config.json")
+        config_path = preset_file(preset, "config.json", revision)
     except FileNotFoundError:
         return None  # keras-hub reports what is missing.
     with open(config_path, encoding="utf-8") as file:
@@ -268,14 +236,14 @@ def timm_checkpoint(preset):
     if "registered_name" in config or "architecture" not in config:
         return None
     architecture = config["architecture"]
-    backbone_cls, table = _family(architecture)
-    if backbone_cls is None:
+    family = _family(architecture)
+    if family[0] is None:
         raise ValueError(
             f"{preset!r} holds a timm {architecture!r} model; keras_gmlp's "
             "image classes load timm's gMLP (`gmlp_*`) and MLP-Mixer "
             f"(`mixer_*`) checkpoints. Received: preset={preset!r}"
         )
-    return TimmCheckpoint(preset, config, table, backbone_cls)
+    return TimmCheckpoint(preset, config, family, revision)
 
 
 class TimmPresetsMixin:
@@ -320,9 +288,12 @@ class TimmPresetsMixin:
 
 
 def _saved_image_shape(preset):
-    """The backbone `image_shape` a keras-hub preset was saved with."""
+    """The backbone `image_shape` a keras-hub preset was saved with, or
+    `None` when it cannot be read here (then keras-hub loads as it is)."""
+    if not is_local_or_hf(preset):
+        return None
     try:
-        with open(get_file(preset, "config.json"), encoding="utf-8") as file:
+        with open(preset_file(preset, "config.json"), encoding="utf-8") as file:
             shape = json.load(file).get("config", {}).get("image_shape")
     except (FileNotFoundError, ValueError, OSError):
         return None
@@ -332,8 +303,6 @@ def _saved_image_shape(preset):
 def _resample(saved, image_shape):
     """`saved` (a backbone or task) rebuilt for `image_shape`, its spatial
     weights resampled as for timm checkpoints."""
-    from keras_gmlp.applications.weights import timm_state_dict
-
     from keras_hub.models import Backbone
 
     backbone = saved if isinstance(saved, Backbone) else saved.backbone

@@ -2,26 +2,71 @@ import keras
 import pytest
 
 from keras_gmlp import applications
-
-# timm's counts for the same architectures with the 1000-class head.
-TIMM_PARAMS = {
-    "gMLPTi": 5_867_328,
-    "gMLPS": 19_422_656,
-    "gMLPB": 73_075_392,
-    "MixerS32": 19_104_624,
-    "MixerS16": 18_528_264,
-    "MixerB32": 60_293_428,
-    "MixerB16": 59_880_472,
-    "MixerL32": 206_939_264,
-    "MixerL16": 208_196_168,
-}
+from keras_gmlp.models._patch_mlp_variants import GMLP_IMAGE_VARIANTS
+from keras_gmlp.models._patch_mlp_variants import MLP_MIXER_VARIANTS
 
 
-@pytest.mark.parametrize("builder", sorted(TIMM_PARAMS))
-def test_parameter_count_equals_timm(builder):
-    # Variables are created without values: shapes are all count_params
-    # needs, and Mixer-L would otherwise allocate 0.8 GB per test.
+def gmlp_params(num_blocks, hidden_dim, intermediate_dim, patch_size, tokens):
+    """timm's gMLP count, summed tensor by tensor from its layout."""
+    block = (
+        2 * hidden_dim  # norm
+        + hidden_dim * intermediate_dim + intermediate_dim  # fc1
+        + intermediate_dim  # gate.norm over half the channels
+        + tokens * tokens + tokens  # gate.proj
+        + intermediate_dim // 2 * hidden_dim + hidden_dim  # fc2
+    )
+    return _with_stem_norm_and_head(num_blocks * block, hidden_dim, patch_size)
+
+
+def mixer_params(num_blocks, hidden_dim, tokens_dim, channels_dim, patch_size, tokens):
+    """timm's Mixer count, summed tensor by tensor from its layout."""
+    block = (
+        4 * hidden_dim  # norm1, norm2
+        + tokens * tokens_dim + tokens_dim + tokens_dim * tokens + tokens
+        + hidden_dim * channels_dim + channels_dim + channels_dim * hidden_dim
+        + hidden_dim
+    )
+    return _with_stem_norm_and_head(num_blocks * block, hidden_dim, patch_size)
+
+
+def _with_stem_norm_and_head(blocks, hidden_dim, patch_size):
+    stem = patch_size * patch_size * 3 * hidden_dim + hidden_dim
+    return stem + blocks + 2 * hidden_dim + hidden_dim * 1000 + 1000
+
+
+def _tokens(variant):
+    return (variant["default_size"] // variant["patch_size"]) ** 2
+
+
+VARIANTS = {**GMLP_IMAGE_VARIANTS, **MLP_MIXER_VARIANTS}
+
+
+@pytest.mark.parametrize("name", sorted(GMLP_IMAGE_VARIANTS))
+def test_gmlp_table_counts_follow_from_its_sizes(name):
+    variant = GMLP_IMAGE_VARIANTS[name]
+    assert variant["params"] == gmlp_params(
+        variant["num_blocks"], variant["hidden_dim"],
+        variant["intermediate_dim"], variant["patch_size"], _tokens(variant),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MLP_MIXER_VARIANTS))
+def test_mixer_table_counts_follow_from_its_sizes(name):
+    variant = MLP_MIXER_VARIANTS[name]
+    assert variant["params"] == mixer_params(
+        variant["num_blocks"], variant["hidden_dim"], variant["tokens_mlp_dim"],
+        variant["channels_mlp_dim"], variant["patch_size"], _tokens(variant),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_parameter_count_equals_timm(name):
+    # timm's counts (the table's `params`) for the same architectures with
+    # the 1000-class head. Variables are created without values: shapes are
+    # all count_params needs, and Mixer-L would otherwise allocate 0.8 GB.
+    variant = VARIANTS[name]
     with keras.StatelessScope(initialize_variables=False):
-        model = getattr(applications, builder)()
-    assert model.count_params() == TIMM_PARAMS[builder]
+        model = getattr(applications, variant["builder"])()
+    assert model.name == name
+    assert model.count_params() == variant["params"]
     assert model.output_shape == (None, 1000)

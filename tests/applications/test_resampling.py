@@ -9,8 +9,8 @@ from safetensors.numpy import load_file
 from keras_gmlp.applications import load_timm_weights
 from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP
-from keras_gmlp.applications.resampling import infer_grid
-from keras_gmlp.applications.resampling import resample_token_axis
+from keras_gmlp.utils.timm.resampling import infer_grid
+from keras_gmlp.utils.timm.resampling import resample_token_axis
 from tests.applications.helpers import build_tiny
 from tests.applications.helpers import fixture_path
 

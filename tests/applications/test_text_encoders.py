@@ -50,18 +50,23 @@ def test_parameter_count_matches_paper(name):
 def test_builders_follow_the_paper_configuration(name):
     """Counts two shallow models with the builder's widths and extrapolates
     to its depth, instead of allocating the large ones."""
-    from keras_gmlp.applications.text_encoders import TEXT_ENCODER_CONFIGS
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPMaskedLM
+    from keras_gmlp.models.gmlp.gmlp_variants import BACKBONE_ARGUMENTS
+    from keras_gmlp.models.gmlp.gmlp_variants import GMLP_TEXT_VARIANTS
 
-    num_layers, d_model, d_ffn, attention_dim, _ = PAPER[name]
-    config = TEXT_ENCODER_CONFIGS[name]
+    num_layers, d_model, d_ffn, attention_dim, paper = PAPER[name]
+    (variant,) = [
+        row for row in GMLP_TEXT_VARIANTS.values() if row["builder"] == name
+    ]
+    config = {key: variant[key] for key in BACKBONE_ARGUMENTS}
     assert config == {
         "num_layers": num_layers,
         "hidden_dim": d_model,
         "intermediate_dim": d_ffn,
         "attention_dim": attention_dim,
     }
+    assert variant["paper_params"] == paper
     counts = []
     for depth in (1, 2):
         backbone = gMLPBackbone(

@@ -197,3 +197,28 @@ def test_keras_preset_at_another_image_shape_is_resampled(family, timm_dir, gold
         keras.ops.convert_to_numpy(backbone(images / 127.5 - 1)),
         keras.ops.convert_to_numpy(classifier.backbone(images / 127.5 - 1)),
     )
+
+
+
+def test_preset_names_download_the_pinned_revision(family, timm_dir, monkeypatch):
+    import importlib
+
+    import huggingface_hub
+
+    requests = []
+
+    def hf_hub_download(repo_id, filename, revision=None, **kwargs):
+        requests.append((filename, revision))
+        return os.path.join(timm_dir, filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
+    name, module = (
+        ("gmlp_s16_224", "keras_gmlp.models.gmlp_image.gmlp_image_presets")
+        if family == "gmlp"
+        else ("mixer_b16_224", "keras_gmlp.models.mlp_mixer.mlp_mixer_presets")
+    )
+    presets = importlib.import_module(module).backbone_presets
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setitem(presets, name, dict(presets[name], timm_revision=revision))
+    family_classes(family)["backbone"].from_preset(name)
+    assert requests == [("config.json", revision), ("model.safetensors", revision)]

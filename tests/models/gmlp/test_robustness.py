@@ -137,7 +137,7 @@ def test_ids_out_of_range_are_refused_before_the_step(make_batch):
     backbone = tiny_backbone()
     masked_lm = gMLPMaskedLM(backbone=backbone, preprocessor=None)
     masked_lm.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
-    before = [keras.ops.convert_to_numpy(v) for v in masked_lm.weights]
+    before = as_numpy(masked_lm.weights)
     y = np.array([[5, 6], [7, 8]])
     for argument, value, message in [
         ("token_ids", 40, "vocabulary_size=40.*Received: a token id of 40"),
@@ -186,6 +186,9 @@ def test_zero_length_input_is_refused(make_batch):
         backbone.predict(empty, verbose=0)
 
 
+LOGITS_LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
 def tiny_classifier():
     return gMLPTextClassifier(
         backbone=tiny_backbone(), num_classes=3, preprocessor=None, dropout=0.0
@@ -193,7 +196,9 @@ def tiny_classifier():
 
 
 def as_numpy(weights):
-    return [keras.ops.convert_to_numpy(w) for w in weights]
+    # Copies: on torch the arrays would share memory with the variables,
+    # which the optimizer updates in place.
+    return [np.array(keras.ops.convert_to_numpy(w)) for w in weights]
 
 
 def test_bad_batch_after_a_good_predict_is_refused_by_name(make_batch):
@@ -226,7 +231,7 @@ def test_refusal_while_the_step_is_traced_leaves_the_model_usable(
     while fit, evaluate or predict traces the step; on JAX the trainer has
     detached the weights by then. They must be back, unchanged."""
     classifier = tiny_classifier()
-    classifier.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    classifier.compile(optimizer="sgd", loss=LOGITS_LOSS)
     monkeypatch.setattr(classifier, "check_batch_inputs", lambda x: None)
     good = make_batch(40, batch=2, length=6)
     bad = make_batch(40, batch=2, length=9)
@@ -265,8 +270,7 @@ def test_fit_refused_on_a_later_batch_keeps_the_steps_before_it(make_batch):
     reference.set_weights(classifier.get_weights())
     initial = as_numpy(classifier.weights)
     for model in (classifier, reference):
-        model.compile(optimizer=keras.optimizers.SGD(0.5),
-                      loss="sparse_categorical_crossentropy")
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=LOGITS_LOSS)
     with pytest.raises(ValueError, match="Received: sequence length 9"):
         classifier.fit(batches(good, bad), verbose=0)
     reference.fit(batches(good), verbose=0)

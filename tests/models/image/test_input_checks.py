@@ -24,7 +24,9 @@ def images(*shape, seed=0):
 
 
 def as_numpy(weights):
-    return [keras.ops.convert_to_numpy(w) for w in weights]
+    # Copies: on torch the arrays would share memory with the variables,
+    # which the optimizer updates in place.
+    return [np.array(keras.ops.convert_to_numpy(w)) for w in weights]
 
 
 ALLOWED = r"\(batch, height, width, channels\) = \(batch, 16, 16, 3\)"

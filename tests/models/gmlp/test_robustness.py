@@ -210,11 +210,11 @@ def test_bad_batch_after_a_good_predict_is_refused_by_name(make_batch):
     first = classifier.predict(good, verbose=0)
     bad_batches = [
         (make_batch(40, batch=2, length=9),
-         r"max_sequence_length=8; inputs must have at most 8 tokens\. "
-         r"Received: sequence length 9"),
+         (r"max_sequence_length=8; inputs must have at most 8 tokens\. "
+          r"Received: sequence length 9")),
         (dict(good, padding_mask=np.ones((2, 5), "int32")),
-         r"`padding_mask` must have the shape of `token_ids`, \(2, 6\)\. "
-         r"Received: padding_mask\.shape=\(2, 5\)"),
+         (r"`padding_mask` must have the shape of `token_ids`, \(2, 6\)\. "
+          r"Received: padding_mask\.shape=\(2, 5\)")),
         ({k: v[..., None] for k, v in good.items()},
          r"`token_ids` of rank 2.*Received: token_ids\.shape=\(2, 6, 1\)"),
     ]

@@ -7,13 +7,15 @@ from keras_hub.models import Backbone
 
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.layers._validation import known
+from keras_gmlp.models._checked_steps import CheckedSteps
 from keras_gmlp.models._patch_mlp import check_data_format
 from keras_gmlp.models._patch_mlp import check_image_shape
 from keras_gmlp.models._patch_mlp import patch_mlp
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 
 
-class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
+class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
     """Base of the patch-MLP image backbones; subclasses give the blocks.
 
     The model maps images `(batch, height, width, channels)` (channels
@@ -62,6 +64,19 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
         self.drop_path_rate = drop_path_rate
         self.data_format = data_format
         self.grid_shape = grid
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        # Symbolic calls go through `compute_output_spec`; this runs on real
+        # (or traced) tensors. Keras' input spec lets a last axis of 1
+        # through, and a traced TensorFlow step may not know the sizes:
+        # `check_batch_inputs` covers that.
+        check_images_shape(inputs, self.image_shape, self.data_format,
+                           self.__class__.__name__)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def check_batch_inputs(self, x):
+        check_images_shape(x, self.image_shape, self.data_format,
+                           self.__class__.__name__)
 
     @staticmethod
     def _to_grid(tokens, grid, hidden_dim, data_format, dtype, name):
@@ -152,6 +167,27 @@ class PatchMLPImageBackbone(TimmPresetsMixin, Backbone):
             }
         )
         return config
+
+
+def check_images_shape(images, image_shape, data_format, owner):
+    """Raises unless `images` (a batch, or None) has the backbone's
+    `image_shape` in every size known now."""
+    shape = getattr(images, "shape", None)
+    if shape is None:
+        return
+    shape = tuple(known(size) for size in shape)
+    if len(shape) == 4 and all(
+        size is None or size == want for size, want in zip(shape[1:], image_shape)
+    ):
+        return
+    layout = "channels, height, width" if data_format == "channels_first" else (
+        "height, width, channels"
+    )
+    raise ValueError(
+        f"{owner} was built for `images` of shape (batch, {layout}) = "
+        f"(batch, {', '.join(str(size) for size in image_shape)}). "
+        f"Received: images.shape={shape}"
+    )
 
 
 def check_backbone_arguments(

@@ -1,20 +1,24 @@
-"""Checks on input values and on mismatched model parts.
+"""Checks on the text models' inputs and on mismatched model parts.
 
-Token and segment ids are range-checked where keras-hub validates inputs:
-before a step, on values still in host memory (numpy arrays and lists given
-to a call, `fit`, `evaluate` or `predict`), never in the forward pass, which
-would copy every batch back from the device. Tensors and `tf.data` batches
-come from the preprocessor, whose tokenizer cannot produce ids outside its
-vocabulary. An unchecked out-of-range id raises in TensorFlow's and torch's
-gather; JAX's gather fills the row with NaN, so a NaN output under JAX
-points at bad ids.
+Shapes are checked in the backbone's `call` (on every call whose shapes are
+known, traced or not) and, through `CheckedSteps`, on every batch of `fit`,
+`evaluate` and `predict` before the compiled step. Token and segment ids
+are range-checked only on values in host memory: the batches of those
+methods (numpy arrays, or tensors that the data pipeline made on the CPU)
+before the step copies them to the device. The forward pass never reads
+them, since that would copy every batch back from the device, so a direct
+call with out-of-range ids is not refused: TensorFlow's and torch's gather
+raise their own error, and JAX's gather fills the row with NaN, so a NaN
+output under JAX points at bad ids. The preprocessors' tokenizers cannot
+produce ids outside the vocabulary, and the tasks check at construction
+that the tokenizer fits the backbone.
 """
 
 import keras
 import numpy as np
 
 from keras_gmlp.layers._validation import known
-from keras_gmlp.models._variable_guard import VariableGuard
+from keras_gmlp.models._checked_steps import CheckedSteps
 
 
 def concrete_values(x):
@@ -44,16 +48,37 @@ def concrete_values(x):
 
 
 def host_values(x):
-    """`x` as a numeric numpy array if it is already in host memory (a numpy
-    array, list or tuple), else None: checking a device tensor's values
-    would copy it to the host and synchronise the device on every step."""
-    if not isinstance(x, (np.ndarray, np.generic, list, tuple)):
+    """`x` as a numeric numpy array if it is in host memory (a numpy array,
+    list or tuple, or an eager tensor on the CPU), else None: checking a
+    device tensor's values would copy it to the host and synchronise the
+    device on every step."""
+    if isinstance(x, (np.ndarray, np.generic, list, tuple)):
+        try:
+            values = np.asarray(x)
+        except ValueError:  # ragged lists: left to the conversion to tensors
+            return None
+    elif keras.ops.is_tensor(x) and _on_cpu(x):
+        values = concrete_values(x)
+    else:
         return None
-    try:
-        values = np.asarray(x)
-    except ValueError:  # ragged lists: left to the conversion to tensors
+    if values is None or values.dtype.kind not in "iuf":
         return None
-    return values if values.dtype.kind in "iuf" else None
+    return values
+
+
+def _on_cpu(tensor):
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        return "CPU" in (getattr(tensor, "device", "") or "").upper()
+    if backend == "jax":
+        import jax
+
+        if isinstance(tensor, jax.core.Tracer):
+            return False
+        return all(device.platform == "cpu" for device in tensor.devices())
+    if backend == "torch":
+        return tensor.device.type == "cpu"
+    return False
 
 
 def check_id_range(values, size, argument, owner, size_name):
@@ -73,7 +98,7 @@ def check_id_range(values, size, argument, owner, size_name):
 
 def check_input_values(inputs, vocabulary_size, num_segments, owner):
     """Range-checks the token and segment ids of an input dict whose values
-    are on the host, before they become tensors."""
+    are in host memory."""
     if not isinstance(inputs, dict):
         return
     if "token_ids" in inputs:
@@ -167,28 +192,15 @@ def check_input_shapes(inputs, max_sequence_length, owner):
             )
 
 
-class TextInputGuard(VariableGuard):
-    """`VariableGuard` for the gMLP text models: batches of token ids are
-    checked against the backbone before `fit`, `evaluate` or `predict`
-    compiles a step, and before a direct call on host arrays (raw strings
-    are checked by the preprocessor)."""
+class CheckedTextSteps(CheckedSteps):
+    """`CheckedSteps` for the gMLP text models: each batch's token ids,
+    segment ids and padding mask are checked against the backbone (shapes
+    always, id ranges on host values) before the compiled step."""
 
-    def _check_host_ids(self, x):
+    def check_batch_inputs(self, x):
         backbone = getattr(self, "backbone", self)
+        owner = self.__class__.__name__
+        check_input_shapes(x, backbone.max_sequence_length, owner)
         check_input_values(
-            x, backbone.vocabulary_size, backbone.num_segments,
-            self.__class__.__name__,
+            x, backbone.vocabulary_size, backbone.num_segments, owner
         )
-
-    def __call__(self, *args, **kwargs):
-        # Here, not in `call`: numpy inputs are still on the host, and a
-        # call on device tensors (every step of `fit`) reads no values.
-        self._check_host_ids(args[0] if args else kwargs.get("inputs"))
-        return super().__call__(*args, **kwargs)
-
-    def check_step_inputs(self, x):
-        backbone = getattr(self, "backbone", self)
-        check_input_shapes(
-            x, backbone.max_sequence_length, self.__class__.__name__
-        )
-        self._check_host_ids(x)

@@ -5,7 +5,7 @@ from keras_gmlp import distribution
 from keras_gmlp.layers import gMLPBlock
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
-from keras_gmlp.models.gmlp._checks import TextInputGuard
+from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_input_shapes
 
 
@@ -14,7 +14,7 @@ def gmlp_embedding_initializer():
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPBackbone(TextInputGuard, Backbone):
+class gMLPBackbone(CheckedTextSteps, Backbone):
     """The gMLP (or aMLP) text encoder of "Pay Attention to MLPs".
 
     Token and segment embeddings are summed (there are no position

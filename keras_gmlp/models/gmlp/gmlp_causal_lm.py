@@ -4,7 +4,7 @@ import keras_hub
 from keras_hub.models import CausalLM
 
 from keras_gmlp.layers._kernels import torch_decoder
-from keras_gmlp.models.gmlp._checks import TextInputGuard
+from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
@@ -15,7 +15,7 @@ SAMPLER_NAMES = ("beam", "contrastive", "greedy", "random", "top_k", "top_p")
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPCausalLM(TextInputGuard, CausalLM):
+class gMLPCausalLM(CheckedTextSteps, CausalLM):
     """An autoregressive gMLP or aMLP language model with cached generation.
 
     The backbone must be causal (`gMLPBackbone(causal=True)`): every spatial

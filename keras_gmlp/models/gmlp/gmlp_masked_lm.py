@@ -2,7 +2,7 @@ import keras
 from keras_hub.layers import MaskedLMHead
 from keras_hub.models import MaskedLM
 
-from keras_gmlp.models.gmlp._checks import TextInputGuard
+from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
@@ -12,7 +12,7 @@ from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import (
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPMaskedLM(TextInputGuard, MaskedLM):
+class gMLPMaskedLM(CheckedTextSteps, MaskedLM):
     """A gMLP or aMLP encoder with a masked-language-modeling head.
 
     The head gathers the encoder's outputs at `"mask_positions"`, applies a

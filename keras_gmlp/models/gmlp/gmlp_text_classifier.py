@@ -1,7 +1,7 @@
 import keras
 from keras_hub.models import TextClassifier
 
-from keras_gmlp.models.gmlp._checks import TextInputGuard
+from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
@@ -11,7 +11,7 @@ from keras_gmlp.models.gmlp.gmlp_text_classifier_preprocessor import (
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPTextClassifier(TextInputGuard, TextClassifier):
+class gMLPTextClassifier(CheckedTextSteps, TextClassifier):
     """A gMLP or aMLP encoder with a classification head.
 
     The backbone's `"pooled_output"` (the mean of the encoder outputs over

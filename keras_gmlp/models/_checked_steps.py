@@ -1,0 +1,129 @@
+"""Input checks on every batch of `fit`, `evaluate` and `predict`.
+
+A model's `call` checks its inputs' shapes, but inside a compiled step it
+cannot always see them: after a first batch, TensorFlow retraces the step
+with relaxed shapes (unknown lengths), so a batch that is too long reaches
+the graph and fails there with a backend error. And `call` never reads
+token ids (on a GPU that would synchronise the device every step). So the
+step functions Keras makes are wrapped: each batch is checked while it is
+still in host memory, by its shapes and, for ids, by its values, before
+the compiled step runs. `make_train_function`, `make_test_function` and
+`make_predict_function` are the `keras.Model` methods meant for wrapping
+steps.
+
+On JAX the wrapper also keeps the model usable after a refused batch.
+Keras' JAX trainer detaches the variables' values when `fit`, `evaluate`
+or `predict` starts (the step takes them as arguments) and reattaches them
+when the loop ends, but not when a step raises, e.g. while it is traced:
+
+    class Model(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, x):
+            if x.shape[-1] != 4:
+                raise ValueError("x must have 4 features")
+            return self.dense(x)
+
+    model = Model()
+    model.predict(np.ones((1, 4)))
+    model.predict(np.ones((1, 5)))  # ValueError, as it should
+    model.predict(np.ones((1, 4)))  # TypeError: 'NoneType' object is not
+                                    # callable (Keras 3.15, JAX backend)
+
+The step receives those values as its `state`, so when the checks or the
+step refuse a batch, the wrapper assigns them back before re-raising.
+"""
+
+import itertools
+
+import keras
+
+# The variables behind each part of the JAX trainer's `state`, in order:
+# `train_step`, `test_step` and `predict_step` unpack their state so.
+_JAX_STATE_PARTS = {
+    "train": ("trainable", "non_trainable", "optimizer", "metrics"),
+    "test": ("trainable", "non_trainable", "metrics"),
+    "predict": ("trainable", "non_trainable"),
+}
+
+
+def _state_variables(model, part):
+    if part == "trainable":
+        return model.trainable_variables
+    if part == "non_trainable":
+        return model.non_trainable_variables
+    if part == "optimizer":
+        return model.optimizer.variables
+    return model.metrics_variables
+
+
+def _reattach_jax_state(model, kind, state):
+    """Assigns the values of a JAX step's `state` back to the variables
+    they came from. Buffers a step already consumed (donated) are skipped:
+    they are gone, and their successors are in the trainer's state."""
+    for part, values in zip(_JAX_STATE_PARTS[kind], state):
+        for variable, value in zip(_state_variables(model, part), values):
+            if not getattr(value, "is_deleted", lambda: False)():
+                variable.assign(value)
+
+
+class CheckedSteps:
+    """Mixin for `keras.Model` subclasses: `check_batch_inputs(x)` runs on
+    the inputs of every batch of `fit`, `evaluate`, `predict` and the
+    `*_on_batch` methods, before the compiled step, on every backend.
+
+    Put it first among the bases: `class MyModel(CheckedSteps, keras.Model)`.
+    """
+
+    def check_batch_inputs(self, x):
+        """Raises `ValueError` if the model cannot take the batch inputs
+        `x` (arrays still in host memory); a no-op here."""
+
+    def make_train_function(self, force=False):
+        super().make_train_function(force=force)
+        self.train_function = self._checked(self.train_function, "train")
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        super().make_test_function(force=force)
+        self.test_function = self._checked(self.test_function, "test")
+        return self.test_function
+
+    def make_predict_function(self, force=False):
+        super().make_predict_function(force=force)
+        self.predict_function = self._checked(self.predict_function, "predict")
+        return self.predict_function
+
+    def _checked(self, step, kind):
+        if getattr(step, "_checks_batches", False):
+            return step  # made before and kept by Keras (`force=False`)
+        if keras.config.backend() == "jax":
+
+            def checked_step(state, iterator):
+                try:
+                    batches = self._take_checked_batches(iterator)
+                    return step(state, iter(batches))
+                except BaseException:
+                    _reattach_jax_state(self, kind, state)
+                    raise
+
+        else:
+
+            def checked_step(data):
+                # TensorFlow's and torch's steps also take a list of batches.
+                return step(self._take_checked_batches(data))
+
+        checked_step._checks_batches = True
+        return checked_step
+
+    def _take_checked_batches(self, iterator):
+        """The batches of one step execution, each checked."""
+        batches = list(itertools.islice(iterator, self.steps_per_execution))
+        if not batches:
+            raise StopIteration
+        for batch in batches:
+            x, _, _ = keras.utils.unpack_x_y_sample_weight(batch)
+            self.check_batch_inputs(x)
+        return batches

@@ -797,7 +797,7 @@ def main(argv=None):
     import keras
     import numpy as np
 
-    import keras_gmlp
+    from keras_gmlp.host_memory import keep_freed_host_memory
     from _training import fit_verbose
     from _training import plot_history
     from _training import resumable_callbacks
@@ -807,7 +807,7 @@ def main(argv=None):
     if keras.backend.backend() == "jax":
         # Before the first computation: XLA's CPU runtime would otherwise
         # fault in its scratch buffer page by page on every training step.
-        keras_gmlp.keep_freed_host_memory()
+        keep_freed_host_memory()
     if keras.backend.backend() == "tensorflow":
         # Same seed, same result, also for a resumed run.
         import tensorflow as tf

@@ -11,7 +11,7 @@ from keras_gmlp.applications.weights import assign_timm_state
 from keras_gmlp.applications.weights import fetch_imagenet_weights
 from keras_gmlp.applications.weights import load_timm_weights
 from keras_gmlp.applications.weights import read_checkpoint
-from keras_gmlp.models._patch_mlp import patch_mlp
+from keras_gmlp.layers._patch_mlp import patch_mlp
 
 KERAS_SUFFIXES = (".weights.h5", ".h5", ".keras")
 
@@ -166,7 +166,7 @@ def build_image_classifier(
 ):
     """Builds a patch-embedding, block-stack, norm, pooled-head classifier.
 
-    `make_block` comes from `keras_gmlp.models._patch_mlp`, which builds
+    `make_block` comes from `keras_gmlp.layers._patch_mlp`, which builds
     the stem, blocks and norm; the head is named `predictions`, the name
     the timm conversion relies on.
     """

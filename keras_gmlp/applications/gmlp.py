@@ -1,7 +1,7 @@
 """gMLP image classifiers (Liu et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.models._patch_mlp import gmlp_block_factory
+from keras_gmlp.layers._patch_mlp import gmlp_block_factory
 
 # Drop-path rates of the paper's recipe (survival probability 1.0, 0.95 and
 # 0.8 at the last block); the builders default to 0.0 like keras.applications.

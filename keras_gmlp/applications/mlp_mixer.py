@@ -1,7 +1,7 @@
 """MLP-Mixer image classifiers (Tolstikhin et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.models._patch_mlp import mixer_block_factory
+from keras_gmlp.layers._patch_mlp import mixer_block_factory
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 

@@ -7,9 +7,6 @@ bare `gMLPBackbone` encoders with `include_top=False`. With the defaults
 parameter counts match the paper: 130M, 365M, 109M and 316M.
 """
 
-from keras_gmlp.models.gmlp import gMLPBackbone
-from keras_gmlp.models.gmlp import gMLPMaskedLM
-
 # Depth, widths and tiny-attention size of each paper configuration.
 TEXT_ENCODER_CONFIGS = {
     "gMLPBase": {
@@ -115,6 +112,11 @@ def _build_text_encoder(
             "`include_top=True`, or apply the preprocessor to your data. "
             f"Received: include_top={include_top!r}"
         )
+    # keras-hub imports TensorFlow: imported on the first build, so that
+    # `import keras_gmlp.applications` stays light.
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPMaskedLM
+
     name = name or _DEFAULT_NAMES[config_name]
     backbone = gMLPBackbone(
         vocabulary_size=vocabulary_size,

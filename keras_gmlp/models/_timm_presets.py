@@ -26,7 +26,7 @@ from keras_hub.src.utils.preset_utils import get_file
 
 from keras_gmlp.applications.weights import load_timm_weights
 from keras_gmlp.applications.weights import read_checkpoint
-from keras_gmlp.models._patch_mlp import check_data_format
+from keras_gmlp.layers._patch_mlp import check_data_format
 
 # timm architecture prefix: (module, backbone class, presets module, table).
 FAMILIES = {

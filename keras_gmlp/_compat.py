@@ -33,3 +33,18 @@ class BackboneLengthFromPreset:
             "sequence_length", loader.config["config"]["max_sequence_length"]
         )
         return kwargs
+
+
+def add_special_token(tokenizer, token, name):
+    """Declares `token` a special token of a keras-hub `tokenizer`: sets the
+    attributes `name` and `f"{name}_id"`, and lists it in
+    `special_tokens` and `special_token_ids`.
+
+    Hook: `keras_hub.tokenizers.Tokenizer._add_special_token(token, name)`.
+    Why private: keras-hub's own model tokenizers declare their special
+    tokens through it, and it is the only way to have the ids refreshed
+    when the vocabulary is set later (`set_vocabulary`, `from_preset`) and
+    the tokens reported by the public `special_tokens`; keras-hub has no
+    public way to register one.
+    """
+    tokenizer._add_special_token(token, name)

@@ -15,3 +15,5 @@ from keras_gmlp import layers
 from keras_gmlp import visualization
 
 __version__ = "0.1.0"
+
+__all__ = ["applications", "distribution", "layers", "visualization"]

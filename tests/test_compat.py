@@ -155,9 +155,9 @@ def private_uses(source, upstream_names):
                 for alias in node.names
                 if alias.name == "src"
             ]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name in upstream_names:
-                found.append((node.lineno, f"def {node.name}"))
+        is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if is_function and node.name in upstream_names:
+            found.append((node.lineno, f"def {node.name}"))
         if not isinstance(node, ast.Attribute):
             continue
         name = node.attr

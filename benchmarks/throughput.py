@@ -23,7 +23,7 @@ the median of `--repeats` timed steps after `--warmup` untimed ones.
     python benchmarks/throughput.py --quick   # smoke run, about a minute
 
 `--keep-freed-memory` runs every worker with glibc keeping freed memory
-mapped, what `keras_gmlp.keep_freed_host_memory()` does in-process: XLA's
+mapped, what `keras_gmlp.host_memory.keep_freed_host_memory()` does in-process: XLA's
 CPU runtime otherwise pays a page fault per 4 KiB of its scratch buffer on
 every training step.
 """
@@ -38,7 +38,7 @@ import time
 
 BACKENDS = ("tensorflow", "jax", "torch")
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
-# The environment form of keras_gmlp.keep_freed_host_memory(); the timm
+# The environment form of keras_gmlp.host_memory.keep_freed_host_memory(); the timm
 # worker runs in an interpreter that may not have keras_gmlp.
 KEEP_FREED_MEMORY = dict(
     MALLOC_ARENA_MAX="1", MALLOC_MMAP_MAX_="0", MALLOC_TRIM_THRESHOLD_=str(2**36)
@@ -521,7 +521,7 @@ def parse_args(argv=None):
         "--keep-freed-memory", action="store_true",
         help="run every worker, timm included, with glibc set to keep freed "
         "memory mapped (the environment form of "
-        "keras_gmlp.keep_freed_host_memory())")
+        "keras_gmlp.host_memory.keep_freed_host_memory())")
     args = parser.parse_args(argv)
     if args.quick:
         args.models = ["gmlp_s16", "mixer_b16"]

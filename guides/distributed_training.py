@@ -55,6 +55,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 
 import keras_gmlp
+import keras_gmlp.models
 from keras_gmlp.applications.gmlp import gMLP
 
 # `KERAS_GMLP_GUIDE_FAST=1` trains for fewer epochs, so CI can run the guide.

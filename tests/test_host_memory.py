@@ -14,8 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURE = """
 import ctypes, resource, sys
 if sys.argv[1] == "keep":
-    import keras_gmlp
-    assert keras_gmlp.keep_freed_host_memory()
+    from keras_gmlp.host_memory import keep_freed_host_memory
+    assert keep_freed_host_memory()
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
@@ -54,7 +54,10 @@ def test_freed_memory_is_reused_without_page_faults():
 
 def test_returns_whether_it_applied():
     # In a subprocess: the settings are process-wide.
-    code = "import keras_gmlp; print(keras_gmlp.keep_freed_host_memory())"
+    code = (
+        "from keras_gmlp.host_memory import keep_freed_host_memory; "
+        "print(keep_freed_host_memory())"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         env=dict(os.environ, PYTHONPATH=ROOT),

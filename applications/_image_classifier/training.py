@@ -68,12 +68,12 @@ def prepare_backend(args):
     """Memory, determinism and the seed, before the first computation."""
     import keras
 
-    import keras_gmlp
+    from keras_gmlp.host_memory import keep_freed_host_memory
 
     if keras.backend.backend() == "jax":
         # Before the first computation: XLA's CPU runtime would otherwise
         # fault in its scratch buffer page by page on every training step.
-        keras_gmlp.keep_freed_host_memory()
+        keep_freed_host_memory()
     if keras.backend.backend() == "tensorflow":
         # Same seed, same result, also for a resumed run.
         import tensorflow as tf

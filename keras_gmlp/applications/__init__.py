@@ -10,12 +10,10 @@ maps each image variant's short name (`"gmlp_s16"`, `"mixer_b16"`, ...) to
 its row of the family's variant table: builder name, sizes, patch size,
 parameter count, timm name and public ImageNet weights.
 
-The image classifiers import only keras. The masked-language-model encoders
-(gMLPBase, gMLPLarge, aMLPBase, aMLPLarge) are built on keras-hub, so they
-are imported on first use and `import keras_gmlp.applications` stays light.
+Importing this package imports only keras. The masked-language-model
+encoders (gMLPBase, gMLPLarge, aMLPBase, aMLPLarge) are built on keras-hub,
+which they import (with TensorFlow) when first called.
 """
-
-import importlib
 
 from keras_gmlp.applications.gmlp import gMLPB
 from keras_gmlp.applications.gmlp import gMLPS
@@ -28,17 +26,10 @@ from keras_gmlp.applications.mlp_mixer import MixerL16
 from keras_gmlp.applications.mlp_mixer import MixerL32
 from keras_gmlp.applications.mlp_mixer import MixerS16
 from keras_gmlp.applications.mlp_mixer import MixerS32
-from keras_gmlp.models._patch_mlp_variants import IMAGE_CLASSIFIER_VARIANTS
+from keras_gmlp.applications.text_encoders import aMLPBase
+from keras_gmlp.applications.text_encoders import aMLPLarge
+from keras_gmlp.applications.text_encoders import gMLPBase
+from keras_gmlp.applications.text_encoders import gMLPLarge
 from keras_gmlp.utils.timm.state_dict import load_timm_weights
 from keras_gmlp.utils.timm.state_dict import timm_state_dict
-
-_TEXT_BUILDERS = ("gMLPBase", "gMLPLarge", "aMLPBase", "aMLPLarge")
-
-
-def __getattr__(name):
-    if name in _TEXT_BUILDERS:
-        module = importlib.import_module("keras_gmlp.applications.text_encoders")
-        return getattr(module, name)
-    raise AttributeError(
-        f"module 'keras_gmlp.applications' has no attribute {name!r}"
-    )
+from keras_gmlp.utils.variants import IMAGE_CLASSIFIER_VARIANTS

@@ -7,7 +7,7 @@ import keras
 
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
 from keras_gmlp.applications.weights import fetch_imagenet_weights
-from keras_gmlp.models._patch_mlp import patch_mlp
+from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
 from keras_gmlp.utils.timm.checkpoint import read_checkpoint
 from keras_gmlp.utils.timm.state_dict import assign_timm_state
@@ -170,7 +170,7 @@ def build_image_classifier(
 ):
     """Builds a patch-embedding, block-stack, norm, pooled-head classifier.
 
-    `make_block` comes from `keras_gmlp.models._patch_mlp`, which builds
+    `make_block` comes from `keras_gmlp.layers._patch_mlp`, which builds
     the stem, blocks and norm; the head is named `predictions`, the name
     the timm conversion relies on.
     """

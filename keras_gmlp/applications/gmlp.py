@@ -2,8 +2,8 @@
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
 from keras_gmlp.applications._image_classifier import imagenet_weights_doc
-from keras_gmlp.models._patch_mlp import gmlp_block_factory
-from keras_gmlp.models._patch_mlp_variants import GMLP_IMAGE_VARIANTS
+from keras_gmlp.layers._patch_mlp import gmlp_block_factory
+from keras_gmlp.utils.variants import GMLP_IMAGE_VARIANTS
 
 # Drop-path rates of the paper's recipe; the builders default to 0.0 like
 # keras.applications.

@@ -2,8 +2,8 @@
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
 from keras_gmlp.applications._image_classifier import imagenet_weights_doc
-from keras_gmlp.models._patch_mlp import mixer_block_factory
-from keras_gmlp.models._patch_mlp_variants import MLP_MIXER_VARIANTS
+from keras_gmlp.layers._patch_mlp import mixer_block_factory
+from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS
 
 BASE_DOCSTRING = """Instantiates the {title} architecture.
 

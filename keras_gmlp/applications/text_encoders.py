@@ -7,10 +7,8 @@ bare `gMLPBackbone` encoders with `include_top=False`. With the defaults
 parameter counts match the paper's (`GMLP_TEXT_VARIANTS`).
 """
 
-from keras_gmlp.models.gmlp import gMLPBackbone
-from keras_gmlp.models.gmlp import gMLPMaskedLM
-from keras_gmlp.models.gmlp.gmlp_variants import BACKBONE_ARGUMENTS
-from keras_gmlp.models.gmlp.gmlp_variants import GMLP_TEXT_VARIANTS
+from keras_gmlp.utils.variants import BACKBONE_ARGUMENTS
+from keras_gmlp.utils.variants import GMLP_TEXT_VARIANTS
 
 _BUILDER_DOC = """Builds the {label} masked-language-model encoder of the paper.
 
@@ -86,6 +84,11 @@ def _build_text_encoder(
             "`include_top=True`, or apply the preprocessor to your data. "
             f"Received: include_top={include_top!r}"
         )
+    # keras-hub imports TensorFlow: imported on the first build, so that
+    # `import keras_gmlp.applications` stays light.
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPMaskedLM
+
     name = name or variant
     config = GMLP_TEXT_VARIANTS[variant]
     backbone = gMLPBackbone(

@@ -2,13 +2,13 @@
 timm conversion.
 
 `IMAGENET_WEIGHTS` lists the variants with public ImageNet weights (from
-the variant tables in `keras_gmlp.models._patch_mlp_variants`);
+the variant tables in `keras_gmlp.utils.variants`);
 `fetch_imagenet_weights` downloads and verifies them. The conversion itself
 lives in `keras_gmlp.utils.timm` and is re-exported here, where the
 builders' users find it.
 """
 
-from keras_gmlp.models._patch_mlp_variants import IMAGE_CLASSIFIER_VARIANTS
+from keras_gmlp.utils.variants import IMAGE_CLASSIFIER_VARIANTS
 from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
 from keras_gmlp.utils.timm.checkpoint import read_checkpoint
 from keras_gmlp.utils.timm.download import fetch_pinned_checkpoint

@@ -10,15 +10,17 @@ policy look their own path up in it. The blocks do the same.
 
 import keras
 
+from keras_gmlp.layers._sublayers import nested_sublayers
 
-def serialized_dtype(layer, sublayers):
+
+def serialized_dtype(layer):
     """The `dtype` entry of `layer`'s config: its policy, or a policy map
-    holding every quantized one of `sublayers` when there is one."""
+    holding the policy of every quantized layer nested in it, if any."""
     policy = layer.dtype_policy
     if not isinstance(policy, keras.dtype_policies.DTypePolicyMap):
         quantized = {
             sublayer.path: sublayer.dtype_policy
-            for sublayer in sublayers
+            for sublayer in nested_sublayers(layer)
             if sublayer.quantization_mode is not None
         }
         if quantized:

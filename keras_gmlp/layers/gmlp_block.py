@@ -253,7 +253,7 @@ class gMLPBlock(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         # Records int8 sublayers, so a quantized block reloads as one.
-        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
+        config["dtype"] = serialized_dtype(self)
         config.update(
             {
                 "hidden_dim": self.hidden_dim,

@@ -166,7 +166,7 @@ class TinyAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         # Records int8 sublayers, so a quantized block reloads as one.
-        config["dtype"] = serialized_dtype(self, self._flatten_layers(include_self=False))
+        config["dtype"] = serialized_dtype(self)
         config.update(
             {
                 "attention_dim": self.attention_dim,

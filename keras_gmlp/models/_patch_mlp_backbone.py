@@ -9,9 +9,9 @@ from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.layers._validation import known
 from keras_gmlp.models._checked_steps import CheckedSteps
-from keras_gmlp.models._patch_mlp import check_data_format
-from keras_gmlp.models._patch_mlp import check_image_shape
-from keras_gmlp.models._patch_mlp import patch_mlp
+from keras_gmlp.layers._patch_mlp import check_data_format
+from keras_gmlp.layers._patch_mlp import check_image_shape
+from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 
 

@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from keras_gmlp.models._patch_mlp import check_data_format
+from keras_gmlp.layers._patch_mlp import check_data_format
 from keras_gmlp.utils.preset_files import is_local_or_hf
 from keras_gmlp.utils.preset_files import preset_file
 from keras_gmlp.utils.timm import convert_gmlp

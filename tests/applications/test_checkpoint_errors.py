@@ -105,7 +105,7 @@ def test_a_pth_without_a_state_dict_is_refused_before_building(
 ):
     import torch
 
-    from keras_gmlp.models import _patch_mlp
+    from keras_gmlp.layers import _patch_mlp
 
     state = load_file(fixture_path(family, ".safetensors"))
     tensors = [torch.from_numpy(v) for v in state.values()]

@@ -2,8 +2,8 @@ import keras
 import pytest
 
 from keras_gmlp import applications
-from keras_gmlp.models._patch_mlp_variants import GMLP_IMAGE_VARIANTS
-from keras_gmlp.models._patch_mlp_variants import MLP_MIXER_VARIANTS
+from keras_gmlp.utils.variants import GMLP_IMAGE_VARIANTS
+from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS
 
 
 def gmlp_params(num_blocks, hidden_dim, intermediate_dim, patch_size, tokens):

@@ -52,8 +52,8 @@ def test_builders_follow_the_paper_configuration(name):
     to its depth, instead of allocating the large ones."""
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPMaskedLM
-    from keras_gmlp.models.gmlp.gmlp_variants import BACKBONE_ARGUMENTS
-    from keras_gmlp.models.gmlp.gmlp_variants import GMLP_TEXT_VARIANTS
+    from keras_gmlp.utils.variants import BACKBONE_ARGUMENTS
+    from keras_gmlp.utils.variants import GMLP_TEXT_VARIANTS
 
     num_layers, d_model, d_ffn, attention_dim, paper = PAPER[name]
     (variant,) = [
@@ -138,7 +138,8 @@ def test_importing_applications_stays_light():
     import keras
 
     code = (
-        "import sys, keras_gmlp, keras_gmlp.applications, keras_gmlp.models\n"
+        "import sys, keras_gmlp, keras_gmlp.applications\n"
+        "keras_gmlp.applications.gMLPBase, keras_gmlp.applications.aMLPLarge\n"
         "heavy = {'keras_hub', 'tensorflow'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -1,13 +1,14 @@
 """Loads the models a test saved on another backend and writes their
 outputs. Run as `python _cross_backend_worker.py DIR` with KERAS_BACKEND set;
-it imports nothing from the library but `keras_gmlp`, as a user would."""
+it imports nothing from the library but `keras_gmlp.models`, as a user
+would."""
 
 import sys
 
 import keras
 import numpy as np
 
-import keras_gmlp  # noqa: F401  (registers every class the library saves)
+import keras_gmlp.models  # noqa: F401  (registers every class the library saves)
 from tests.deployment.cross_backend_models import model_outputs
 
 

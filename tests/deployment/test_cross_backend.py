@@ -1,5 +1,5 @@
 """Models saved on this backend load on the other two, after nothing but
-`import keras_gmlp`, with the same outputs and the same greedy generations."""
+`import keras_gmlp.models`, with the same outputs and the same greedy generations."""
 
 import os
 import subprocess

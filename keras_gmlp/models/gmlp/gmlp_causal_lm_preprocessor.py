@@ -2,7 +2,7 @@ import keras
 from keras_hub.models import CausalLMPreprocessor
 
 from keras_gmlp.models.gmlp._checks import concrete_values
-from keras_gmlp.models.gmlp._preset_length import BackboneLengthFromPreset
+from keras_gmlp._compat import BackboneLengthFromPreset
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 

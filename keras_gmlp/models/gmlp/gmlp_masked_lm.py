@@ -2,6 +2,7 @@ import keras
 from keras_hub.layers import MaskedLMHead
 from keras_hub.models import MaskedLM
 
+from keras_gmlp.layers._sublayers import nested_sublayers
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
@@ -88,7 +89,7 @@ class gMLPMaskedLM(CheckedTextSteps, MaskedLM):
         # `quantize()` its int8 layers are recorded in the backbone's policy
         # map; otherwise a reloaded head would be float and refuse the
         # saved int8 weights.
-        head_layers = self.masked_lm_head._flatten_layers(include_self=False)
+        head_layers = nested_sublayers(self.masked_lm_head)
         quantized = {
             layer.path: layer.dtype_policy
             for layer in head_layers

@@ -1,7 +1,7 @@
 import keras
 from keras_hub.models import MaskedLMPreprocessor
 
-from keras_gmlp.models.gmlp._preset_length import BackboneLengthFromPreset
+from keras_gmlp._compat import BackboneLengthFromPreset
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 

@@ -4,6 +4,7 @@ import keras
 from keras_hub.tokenizers import WordPieceTokenizer
 from keras_hub.tokenizers import compute_word_piece_vocabulary
 
+from keras_gmlp._compat import add_special_token
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 
 # BERT's special tokens, "[PAD]" first so that padding is token id 0.
@@ -52,13 +53,13 @@ class gMLPTokenizer(WordPieceTokenizer):
     backbone_cls = gMLPBackbone
 
     def __init__(self, vocabulary=None, lowercase=False, **kwargs):
-        self._add_special_token("[CLS]", "cls_token")
-        self._add_special_token("[SEP]", "sep_token")
-        self._add_special_token("[PAD]", "pad_token")
-        self._add_special_token("[MASK]", "mask_token")
+        add_special_token(self, "[CLS]", "cls_token")
+        add_special_token(self, "[SEP]", "sep_token")
+        add_special_token(self, "[PAD]", "pad_token")
+        add_special_token(self, "[MASK]", "mask_token")
         # The packers read `start_token` and `end_token`.
-        self._add_special_token("[CLS]", "start_token")
-        self._add_special_token("[SEP]", "end_token")
+        add_special_token(self, "[CLS]", "start_token")
+        add_special_token(self, "[SEP]", "end_token")
         super().__init__(vocabulary=vocabulary, lowercase=lowercase, **kwargs)
 
     @classmethod

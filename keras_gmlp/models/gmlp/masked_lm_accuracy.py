@@ -1,11 +1,13 @@
 import keras
 from keras import ops
 
-from keras_gmlp.models.gmlp._token_metric import TokenMetric
+from keras_gmlp.models.gmlp._token_metric import check_padding_token_id
+from keras_gmlp.models.gmlp._token_metric import check_token_shapes
+from keras_gmlp.models.gmlp._token_metric import per_token_weights
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class MaskedLMAccuracy(TokenMetric):
+class MaskedLMAccuracy(keras.metrics.SparseCategoricalAccuracy):
     """The share of real masked tokens whose top-scoring prediction is right.
 
     A masked LM predicts `mask_selection_length` slots per sequence, and
@@ -43,10 +45,26 @@ class MaskedLMAccuracy(TokenMetric):
     """
 
     def __init__(self, padding_token_id=0, name="masked_lm_accuracy", dtype="float32"):
-        super().__init__(padding_token_id=padding_token_id, name=name, dtype=dtype)
+        check_padding_token_id(padding_token_id)
+        super().__init__(name=name, dtype=dtype)
+        self.padding_token_id = padding_token_id
 
-    def token_values(self, y_true, y_pred):
-        return ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), y_true)
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        # Keras' accuracy weighs each token by its sample weight; the
+        # padding label is folded into those weights, so that padded slots
+        # drop out under `compile(metrics=...)` too, where Keras passes none.
+        y_true = ops.cast(y_true, "int32")
+        y_pred = ops.convert_to_tensor(y_pred)
+        check_token_shapes(self, y_true, y_pred)
+        weights = ops.ones(ops.shape(y_true), dtype="float32")
+        if self.padding_token_id is not None:
+            weights = ops.cast(ops.not_equal(y_true, self.padding_token_id), "float32")
+        sample_weight = per_token_weights(sample_weight)
+        if sample_weight is not None:
+            weights = weights * sample_weight
+        super().update_state(y_true, y_pred, sample_weight=weights)
 
-    def result(self):
-        return self.mean_value()
+    def get_config(self):
+        config = super().get_config()
+        config["padding_token_id"] = self.padding_token_id
+        return config

@@ -1,6 +1,6 @@
 import keras
 
-from keras_gmlp.models._patch_mlp import mixer_block_factory
+from keras_gmlp.layers._patch_mlp import mixer_block_factory
 from keras_gmlp.models._patch_mlp_backbone import PatchMLPImageBackbone
 from keras_gmlp.models._patch_mlp_backbone import check_backbone_arguments
 

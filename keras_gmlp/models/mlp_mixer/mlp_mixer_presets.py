@@ -8,8 +8,8 @@ public ImageNet weights, or `None` where there are none (then
 weights).
 """
 
-from keras_gmlp.models._patch_mlp_variants import MLP_MIXER_VARIANTS
-from keras_gmlp.models._patch_mlp_variants import variant_preset
+from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS
+from keras_gmlp.models._variant_preset import variant_preset
 
 backbone_presets = {
     variant["timm_name"]: variant_preset(

@@ -1,6 +1,6 @@
 """Loading timm state dicts into the image models and exporting them back.
 
-The models are those `keras_gmlp.models._patch_mlp.patch_mlp` builds (the
+The models are those `keras_gmlp.layers._patch_mlp.patch_mlp` builds (the
 keras.applications builders and the keras-hub image backbones): a
 `PatchEmbedding` named `stem`, gMLP or Mixer blocks, a `LayerNormalization`
 named `norm` and, with a head, a `Dense` named `predictions`. timm names

@@ -1,4 +1,4 @@
-"""The paper variants of the image families, one table per family.
+"""The paper variants of each family, one table per family.
 
 Every fact about a variant is written here once: its depth and widths, patch
 size, default image size, the paper's drop-path rate, timm's parameter count
@@ -8,9 +8,9 @@ its public ImageNet weights. The keras.applications builders
 (`gmlp_image_presets`, `mlp_mixer_presets`), `IMAGENET_WEIGHTS`, the tests
 and the programs read it.
 
-The tables sit beside `_patch_mlp` rather than in the family folders
-because the builders import only keras: a family folder's `__init__` loads
-the keras-hub classes.
+The tables are plain data below `keras_gmlp.models`, not in the family
+folders: the image builders import only keras, and importing anything under
+`keras_gmlp.models` loads the keras-hub classes, and with them TensorFlow.
 
 Public weights are pinned two ways (see `keras_gmlp.utils.timm.download`):
 the Hugging Face repository at a fixed `revision` with the file's full
@@ -122,43 +122,51 @@ MLP_MIXER_VARIANTS = {
 # takes): builder name, patch size, and whether ImageNet weights exist.
 IMAGE_CLASSIFIER_VARIANTS = {**GMLP_IMAGE_VARIANTS, **MLP_MIXER_VARIANTS}
 
+# The paper's masked-language-model encoders, one row each.
+#
+# Liu et al. 2021, Table 4: depth, widths, tiny-attention size and the
+# paper's parameter count (BERT's 30,522-token vocabulary, sequences of 128
+# tokens, tied output embeddings). `keras_gmlp.applications.gMLPBase` and its
+# siblings, the tests and the programs read it; keys are the default model
+# names (what `pretrain_mlm.py --model` takes).
+GMLP_TEXT_VARIANTS = {
+    "gmlp_base": {
+        "builder": "gMLPBase",
+        "title": "gMLP-base",
+        "num_layers": 48,
+        "hidden_dim": 512,
+        "intermediate_dim": 3072,
+        "attention_dim": None,
+        "paper_params": 130_000_000,
+    },
+    "gmlp_large": {
+        "builder": "gMLPLarge",
+        "title": "gMLP-large",
+        "num_layers": 96,
+        "hidden_dim": 768,
+        "intermediate_dim": 3072,
+        "attention_dim": None,
+        "paper_params": 365_000_000,
+    },
+    "amlp_base": {
+        "builder": "aMLPBase",
+        "title": "aMLP-base",
+        "num_layers": 36,
+        "hidden_dim": 512,
+        "intermediate_dim": 3072,
+        "attention_dim": 64,
+        "paper_params": 109_000_000,
+    },
+    "amlp_large": {
+        "builder": "aMLPLarge",
+        "title": "aMLP-large",
+        "num_layers": 72,
+        "hidden_dim": 768,
+        "intermediate_dim": 3072,
+        "attention_dim": 128,
+        "paper_params": 316_000_000,
+    },
+}
 
-def variant_preset(variant, path, weights_source, **block_config):
-    """The keras-hub preset entry of a variant.
-
-    Args:
-        variant: a row of `GMLP_IMAGE_VARIANTS` or `MLP_MIXER_VARIANTS`.
-        path: the family's preset path (`"gmlp_image"`, `"mlp_mixer"`).
-        weights_source: what the public weights are, for the description.
-        **block_config: the family's block widths.
-
-    Returns:
-        A dict with `metadata`, the backbone `config`, and `timm_handle`
-        and `timm_revision` of the public weights (`None` without them).
-    """
-    imagenet = variant["imagenet"]
-    weights = (
-        f"{weights_source} ({imagenet['repository'].rsplit('.', 1)[-1]})."
-        if imagenet else "No public weights."
-    )
-    size = variant["default_size"]
-    return {
-        "metadata": {
-            "description": (
-                f"{variant['title']} at {size}x{size}: "
-                f"{variant['num_blocks']} blocks, width "
-                f"{variant['hidden_dim']}. {weights}"
-            ),
-            "params": variant["params"],
-            "path": path,
-        },
-        "config": {
-            "patch_size": variant["patch_size"],
-            "num_layers": variant["num_blocks"],
-            "hidden_dim": variant["hidden_dim"],
-            **block_config,
-            "image_shape": (size, size, 3),
-        },
-        "timm_handle": f"hf://{imagenet['repository']}" if imagenet else None,
-        "timm_revision": imagenet["revision"] if imagenet else None,
-    }
+# The arguments of `gMLPBackbone` that a row fixes.
+BACKBONE_ARGUMENTS = ("num_layers", "hidden_dim", "intermediate_dim", "attention_dim")

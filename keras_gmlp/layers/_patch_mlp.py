@@ -2,8 +2,9 @@
 (`gMLPImageBackbone`, `MLPMixerBackbone`) and the keras.applications
 builders (`keras_gmlp.applications.gMLPS`, `MixerB16`, ...).
 
-It imports only keras, so the builders stay light (no keras-hub, no
-TensorFlow under jax or torch) while building exactly the layers, names and
+It imports only keras and lives beside the layers, not in
+`keras_gmlp.models` (whose package imports keras-hub), so the builders stay
+light (no keras-hub, no TensorFlow under jax or torch) while building exactly the layers, names and
 order the backbones build. The layer names (`stem`, `blocks_{i}`, `norm`)
 are the ones the timm conversion relies on.
 """

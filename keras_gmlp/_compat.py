@@ -1,0 +1,50 @@
+"""The one home of private Keras and keras-hub names in keras-gmlp.
+
+Everything else in the library uses public APIs only; tests/test_compat.py
+fails on a private upstream name anywhere but here, and checks each hook
+below, naming it, so an upstream release that changes one is caught at
+once. Each hook says why no public API does the job.
+"""
+
+
+class BackboneLengthFromPreset:
+    """Mixin for the gMLP preprocessors loaded with `from_preset`.
+
+    A preset saved by another task (e.g. a classifier made from a pretrained
+    masked LM) holds no preprocessor of this class; keras-hub then builds
+    one from the tokenizer alone and packs to its default of 512 tokens,
+    which may exceed the backbone. Pack to the saved backbone's
+    `max_sequence_length` instead.
+
+    Hook: `keras_hub.models.Preprocessor._add_missing_kwargs(loader,
+    kwargs)`, the classmethod keras-hub's preset loader calls to fill in
+    the constructor arguments of a preprocessor the preset did not save.
+    Why private: a task's `from_preset` builds its preprocessor through the
+    preset loader without calling the preprocessor's own `from_preset`, and
+    the loader takes no constructor arguments for it, so this classmethod
+    is the only place that sees both the preset's backbone config and the
+    preprocessor's arguments.
+    """
+
+    @classmethod
+    def _add_missing_kwargs(cls, loader, kwargs):
+        kwargs = super()._add_missing_kwargs(loader, kwargs)
+        kwargs.setdefault(
+            "sequence_length", loader.config["config"]["max_sequence_length"]
+        )
+        return kwargs
+
+
+def add_special_token(tokenizer, token, name):
+    """Declares `token` a special token of a keras-hub `tokenizer`: sets the
+    attributes `name` and `f"{name}_id"`, and lists it in
+    `special_tokens` and `special_token_ids`.
+
+    Hook: `keras_hub.tokenizers.Tokenizer._add_special_token(token, name)`.
+    Why private: keras-hub's own model tokenizers declare their special
+    tokens through it, and it is the only way to have the ids refreshed
+    when the vocabulary is set later (`set_vocabulary`, `from_preset`) and
+    the tokens reported by the public `special_tokens`; keras-hub has no
+    public way to register one.
+    """
+    tokenizer._add_special_token(token, name)

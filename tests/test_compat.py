@@ -1,0 +1,237 @@
+"""keras_gmlp/_compat.py is the only place that uses private Keras or
+keras-hub names. Each of its hooks is checked here against the installed
+keras-hub, failing with a message that names the hook; and a scan of the
+sources fails on a private upstream name anywhere else."""
+
+import ast
+import inspect
+import pathlib
+import re
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+from keras_gmlp import _compat
+from keras_gmlp.models import gMLPBackbone
+from keras_gmlp.models import gMLPMaskedLM
+from keras_gmlp.models import gMLPMaskedLMPreprocessor
+from keras_gmlp.models import gMLPTextClassifierPreprocessor
+from keras_gmlp.models import gMLPTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCANNED = ("keras_gmlp", "applications", "benchmarks")
+COMPAT = ROOT / "keras_gmlp" / "_compat.py"
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox"]
+
+
+def hook_changed(hook, detail):
+    return (
+        f"keras-hub changed the private hook `{hook}` that "
+        f"keras_gmlp/_compat.py relies on: {detail}"
+    )
+
+
+def test_add_missing_kwargs_hook():
+    hook = "keras_hub.models.Preprocessor._add_missing_kwargs"
+    method = getattr(keras_hub.models.Preprocessor, "_add_missing_kwargs", None)
+    assert method is not None, hook_changed(hook, "it is gone")
+    parameters = list(inspect.signature(method).parameters)
+    assert parameters == ["loader", "kwargs"], hook_changed(
+        hook, f"its parameters are now {parameters}"
+    )
+
+
+def test_add_missing_kwargs_hook_sets_the_backbone_length(tmp_path):
+    # A masked-LM preset holds no classifier preprocessor: keras-hub builds
+    # one through the hook, which must pack to the backbone's length (24),
+    # not keras-hub's default of 512.
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY)
+    backbone = gMLPBackbone(
+        vocabulary_size=len(VOCABULARY), num_layers=1, hidden_dim=8,
+        intermediate_dim=16, max_sequence_length=24,
+    )
+    masked_lm = gMLPMaskedLM(
+        backbone, gMLPMaskedLMPreprocessor(tokenizer, sequence_length=24)
+    )
+    preset = str(tmp_path / "preset")
+    masked_lm.save_to_preset(preset)
+    preprocessor = gMLPTextClassifierPreprocessor.from_preset(preset)
+    assert preprocessor.sequence_length == 24, hook_changed(
+        "keras_hub.models.Preprocessor._add_missing_kwargs",
+        "the preset loader no longer calls it for a preprocessor the preset "
+        f"did not save (sequence_length={preprocessor.sequence_length})",
+    )
+
+
+def test_add_special_token_hook():
+    hook = "keras_hub.tokenizers.Tokenizer._add_special_token"
+    method = getattr(keras_hub.tokenizers.Tokenizer, "_add_special_token", None)
+    assert method is not None, hook_changed(hook, "it is gone")
+    parameters = list(inspect.signature(method).parameters)
+    assert parameters == ["self", "token", "name"], hook_changed(
+        hook, f"its parameters are now {parameters}"
+    )
+
+
+def test_add_special_token_hook_sets_ids_once_the_vocabulary_is_known():
+    tokenizer = gMLPTokenizer()
+    tokenizer.set_vocabulary(VOCABULARY)
+    found = {
+        "pad": (tokenizer.pad_token, tokenizer.pad_token_id),
+        "mask": (tokenizer.mask_token, tokenizer.mask_token_id),
+        "start": (tokenizer.start_token, tokenizer.start_token_id),
+    }
+    assert found == {
+        "pad": ("[PAD]", 0), "mask": ("[MASK]", 4), "start": ("[CLS]", 2)
+    }, hook_changed("keras_hub.tokenizers.Tokenizer._add_special_token", found)
+    assert set(tokenizer.special_tokens) == {"[PAD]", "[CLS]", "[SEP]", "[MASK]"}
+
+
+# --- The scan -----------------------------------------------------------
+
+# Private names with a public look: Keras' JAX trainer internals.
+UPSTREAM_INTERNALS = {"jax_state_sync"}
+
+# Underscore names that are public API of Python's namedtuples.
+PUBLIC_UNDERSCORE_NAMES = {"_replace", "_asdict", "_fields", "_make"}
+
+UPSTREAM_SRC = re.compile(r"\bkeras(?:_hub)?\.src\b")
+
+
+def upstream_bases():
+    hub_models = (
+        "Backbone", "Task", "Preprocessor", "MaskedLM", "CausalLM",
+        "TextClassifier", "ImageClassifier", "MaskedLMPreprocessor",
+        "CausalLMPreprocessor", "TextClassifierPreprocessor",
+        "ImageClassifierPreprocessor",
+    )
+    return [
+        keras.Layer, keras.Model, keras.Sequential, keras.Variable,
+        keras.DTypePolicy, keras.callbacks.Callback, keras.metrics.Metric,
+        keras.metrics.SparseCategoricalAccuracy, keras.optimizers.Optimizer,
+        keras.losses.Loss, keras.utils.PyDataset, keras.random.SeedGenerator,
+        keras.initializers.Initializer, keras.layers.Dense,
+        keras.layers.Embedding, keras.layers.LayerNormalization,
+        keras_hub.metrics.Perplexity, keras_hub.tokenizers.Tokenizer,
+        keras_hub.tokenizers.WordPieceTokenizer, keras_hub.layers.ImageConverter,
+        keras_hub.layers.MaskedLMHead, keras_hub.layers.ReversibleEmbedding,
+        keras_hub.layers.MaskedLMMaskGenerator, keras_hub.samplers.Sampler,
+        *(getattr(keras_hub.models, name) for name in hub_models),
+    ]
+
+
+def upstream_private_names():
+    """The private attribute and method names of the Keras and keras-hub
+    classes the library builds on (their whole MRO): what `self._x` must
+    not touch in a subclass."""
+    names = set()
+    for base in upstream_bases():
+        for cls in inspect.getmro(base):
+            if not cls.__module__.startswith(("keras.", "keras_hub.")):
+                continue
+            names.update(vars(cls))
+            try:
+                source = inspect.getsource(cls)
+            except (OSError, TypeError):
+                continue
+            names.update(re.findall(r"self\.(_[A-Za-z]\w*)\s*=", source))
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def private_uses(source, upstream_names):
+    """(line, what) for each private upstream name in `source`."""
+    found = [
+        (number, match.group(0))
+        for number, line in enumerate(source.splitlines(), 1)
+        for match in UPSTREAM_SRC.finditer(line)
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in ("keras", "keras_hub"):
+            found += [
+                (node.lineno, f"from {node.module} import src")
+                for alias in node.names
+                if alias.name == "src"
+            ]
+        is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if is_function and node.name in upstream_names:
+            found.append((node.lineno, f"def {node.name}"))
+        if not isinstance(node, ast.Attribute):
+            continue
+        name = node.attr
+        private = name.startswith("_") and not name.startswith("__")
+        on_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        if (
+            name in UPSTREAM_INTERNALS
+            or (private and on_self and name in upstream_names)
+            or (private and not on_self and name not in PUBLIC_UNDERSCORE_NAMES)
+        ):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def scanned_files():
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path != COMPAT:
+                yield path
+
+
+def test_scan_finds_a_planted_private_use():
+    names = upstream_private_names()
+    assert {"_flatten_layers", "_add_missing_kwargs", "_tracker", "_layers"} <= names
+    planted = (
+        "from keras.src.utils import file_utils\n"
+        "class Head(keras.layers.Layer):\n"
+        "    def sublayers(self):\n"
+        "        self._tracker.unlock()\n"
+        "        return self.dense._flatten_layers()\n"
+        "    def _add_missing_kwargs(cls, loader, kwargs):\n"
+        "        model.jax_state_sync()\n"
+        "        return variable._value\n"
+        "    def own(self):\n"
+        "        return self._my_cache, point._replace(x=1)\n"
+    )
+    lines = [line for line, _ in private_uses(planted, names)]
+    assert sorted(lines) == [1, 4, 5, 6, 7, 8]
+
+
+def test_no_private_upstream_names_outside_compat():
+    names = upstream_private_names()
+    offences = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in scanned_files()
+        for line, what in private_uses(path.read_text(encoding="utf-8"), names)
+    ]
+    assert not offences, (
+        "Private Keras / keras-hub names outside keras_gmlp/_compat.py (use "
+        "a public API, or add a hook with its reason and test there):\n"
+        + "\n".join(offences)
+    )
+
+
+@pytest.mark.parametrize("hook", ["BackboneLengthFromPreset", "add_special_token"])
+def test_each_hook_says_why(hook):
+    doc = inspect.getdoc(getattr(_compat, hook))
+    assert "Hook:" in doc and "Why private:" in doc
+
+
+def test_nested_sublayers_finds_every_nested_layer():
+    # The public walk that replaced Layer._flatten_layers, against the
+    # layers a gMLP block is written to hold, two levels deep.
+    from keras_gmlp.layers import gMLPBlock
+    from keras_gmlp.layers._sublayers import nested_sublayers
+
+    block = gMLPBlock(8, 16, 4, attention_dim=4)
+    block(np.zeros((1, 4, 8), "float32"))
+    sgu, attention = block.spatial_gating_unit, block.tiny_attention
+    expected = [
+        block.norm, block.expand_dense, sgu, attention, block.output_dense,
+        block.dropout_layer, block.drop_path, sgu.norm, attention.qkv_dense,
+        attention.output_dense,
+    ]
+    found = nested_sublayers(block)
+    assert sorted(map(id, found)) == sorted(map(id, expected))
+    assert block not in found

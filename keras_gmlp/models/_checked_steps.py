@@ -37,8 +37,12 @@ step refuse a batch, the wrapper assigns them back before re-raising.
 """
 
 import itertools
+import weakref
 
 import keras
+
+# The step functions `_checked` made, so a step Keras keeps is not wrapped twice.
+_CHECKED_STEPS = weakref.WeakSet()
 
 # The variables behind each part of the JAX trainer's `state`, in order:
 # `train_step`, `test_step` and `predict_step` unpack their state so.
@@ -97,7 +101,7 @@ class CheckedSteps:
         return self.predict_function
 
     def _checked(self, step, kind):
-        if getattr(step, "_checks_batches", False):
+        if step in _CHECKED_STEPS:
             return step  # made before and kept by Keras (`force=False`)
         if keras.config.backend() == "jax":
 
@@ -115,7 +119,7 @@ class CheckedSteps:
                 # TensorFlow's and torch's steps also take a list of batches.
                 return step(self._take_checked_batches(data))
 
-        checked_step._checks_batches = True
+        _CHECKED_STEPS.add(checked_step)
         return checked_step
 
     def _take_checked_batches(self, iterator):

@@ -36,13 +36,12 @@ from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.flags import unit_float
 from _shared.interrupt import run
+from _shared.variants import variant_tables
 
 SMALL_MODELS = ("gmlp", "amlp")
+# The paper's configurations: short name -> builder in keras_gmlp.applications.
 PAPER_MODELS = {
-    "gmlp_base": "gMLPBase",
-    "gmlp_large": "gMLPLarge",
-    "amlp_base": "aMLPBase",
-    "amlp_large": "aMLPLarge",
+    name: row["builder"] for name, row in variant_tables().GMLP_TEXT_VARIANTS.items()
 }
 MODELS = SMALL_MODELS + tuple(PAPER_MODELS)
 SMALL_DEFAULTS = {

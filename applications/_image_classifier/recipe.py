@@ -10,25 +10,19 @@ from _shared.flags import non_negative_float
 from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.flags import unit_float
+from _shared.variants import variant_tables
 
 DEFAULT_OUTPUT_DIR = "outputs/train_image_classifier"
 
-# --model: builder name in keras_gmlp.applications, or a custom size.
-NAMED_MODELS = {
-    "gmlp_ti16": "gMLPTi",
-    "gmlp_s16": "gMLPS",
-    "gmlp_b16": "gMLPB",
-    "mixer_s16": "MixerS16",
-    "mixer_s32": "MixerS32",
-    "mixer_b16": "MixerB16",
-    "mixer_b32": "MixerB32",
-    "mixer_l16": "MixerL16",
-    "mixer_l32": "MixerL32",
-}
+
+
+VARIANTS = variant_tables().IMAGE_CLASSIFIER_VARIANTS
+# --model: a variant's short name (its builder in keras_gmlp.applications),
+# or a custom size.
+NAMED_MODELS = {name: row["builder"] for name, row in VARIANTS.items()}
 CUSTOM_MODELS = ("gmlp", "mixer")
-PATCH_SIZES = {name: int(name[-2:]) for name in NAMED_MODELS}
-# Where keras_gmlp.applications has public ImageNet weights (weights.py).
-IMAGENET_MODELS = ("gmlp_s16", "mixer_b16", "mixer_l16")
+PATCH_SIZES = {name: row["patch_size"] for name, row in VARIANTS.items()}
+IMAGENET_MODELS = tuple(name for name, row in VARIANTS.items() if row["imagenet"])
 WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".weights.h5", ".keras")
 
 # The custom models' size: the offline default, and the --fast one.

@@ -257,6 +257,7 @@ def train(args, tokenizer, train_ids, heldout):
 
     from _shared.batches import masked_batches
     from _shared.text_training import fit_task
+    from keras_gmlp.visualization import toeplitz_scores
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
     from keras_gmlp.models import gMLPMaskedLMPreprocessor
@@ -279,15 +280,18 @@ def train(args, tokenizer, train_ids, heldout):
         "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
         "metrics": [MaskedLMAccuracy(), MaskedLMPerplexity()],
     }
+    # Scored before training; a resumed run rebuilds the same seeded start.
+    initial_scores = toeplitz_scores(model.backbone)
     trainer, history = fit_task(
         model, batches, heldout, args, compile_args, monitor="val_masked_lm_perplexity"
     )
-    return model, trainer, history
+    return model, trainer, history, initial_scores
 
 
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
+    from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
     from _shared.report import plot_history
     from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
@@ -299,7 +303,7 @@ def main(argv=None):
     unigram, counts = unigram_perplexity(
         train_ids, heldout_y, tokenizer.vocabulary_size(), FIRST_WORD_ID
     )
-    model, trainer, history = train(args, tokenizer, train_ids, heldout)
+    model, trainer, history, initial_scores = train(args, tokenizer, train_ids, heldout)
     scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
     accuracy = float(scores["masked_lm_accuracy"])
     perplexity = float(scores["masked_lm_perplexity"])
@@ -317,6 +321,9 @@ def main(argv=None):
             "heldout_masked_tokens": int((heldout_y > 0).sum()),
         },
         corpus,
+        toeplitz_scores=spatial_filter_report(
+            model, initial_scores, output_dir / "spatial_filters.png"
+        ),
     )
     print(
         f"Held-out masked tokens ({summary['heldout_masked_tokens']}): accuracy "

@@ -285,6 +285,7 @@ def train(args, tokenizer, train_data, heldout):
 
     from _shared.batches import EpochSeededBatches
     from _shared.text_training import fit_task
+    from keras_gmlp.visualization import toeplitz_scores
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPCausalLM
@@ -310,10 +311,12 @@ def train(args, tokenizer, train_data, heldout):
         "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
         "metrics": [CausalLMPerplexity()],
     }
+    # Scored before training; a resumed run rebuilds the same seeded start.
+    initial_scores = toeplitz_scores(causal_lm.backbone)
     trainer, history = fit_task(
         causal_lm, batches, heldout, args, compile_args, monitor="val_causal_lm_perplexity"
     )
-    return causal_lm, trainer, history
+    return causal_lm, trainer, history, initial_scores
 
 
 def main(argv=None):
@@ -323,6 +326,7 @@ def main(argv=None):
         return generate_only(parser, args, started)
     import keras
 
+    from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
     from _shared.report import plot_history
     from keras_gmlp.utils.text_corpus import unigram_perplexity
@@ -331,7 +335,7 @@ def main(argv=None):
     tokenizer, train_data, heldout, corpus = next_token_corpus(args)
     (heldout_x, heldout_y), train_y = heldout, train_data[1]
     unigram, _ = unigram_perplexity(train_y, heldout_y, tokenizer.vocabulary_size(), 1)
-    causal_lm, trainer, history = train(args, tokenizer, train_data, heldout)
+    causal_lm, trainer, history, initial_scores = train(args, tokenizer, train_data, heldout)
     scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
     perplexity = float(scores["causal_lm_perplexity"])
     plot_history(history, output_dir / "training_curves.png",
@@ -357,6 +361,9 @@ def main(argv=None):
             "heldout_tokens": heldout_tokens,
         },
         corpus,
+        toeplitz_scores=spatial_filter_report(
+            causal_lm, initial_scores, output_dir / "spatial_filters.png"
+        ),
         generations=generations,
     )
     print(

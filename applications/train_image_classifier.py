@@ -8,7 +8,8 @@ reaches about 98% test accuracy in one to three minutes on a laptop CPU:
 
 Everything is written to --output-dir: best.keras (best validation
 accuracy), final.keras, history.csv, training_curves.png,
-confusion_matrix.png, spatial_weights.png (gMLP models) and summary.json.
+confusion_matrix.png, spatial_weights.png (gMLP) or token_mixing_units.png
+(Mixer), and summary.json.
 The models output logits. An interrupted run (Ctrl-C, a kill) resumes from
 its last completed epoch when rerun with the same --output-dir.
 

@@ -33,21 +33,23 @@ def plot_confusion_matrix(labels, predictions, classes, path, title):
     save_figure(figure, path)
 
 
-def plot_spatial_weights(model, path):
-    """The SGUs' learned spatial weights, one colour scale per panel."""
+def plot_model_weights(model, path, mixer):
+    """What the token mixing learned: the SGUs' spatial weights (gMLP) or
+    the first token-mixing units (Mixer), on the patch grid."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from keras_gmlp.visualization import plot_spatial_weights as plot
+    from keras_gmlp.visualization import plot_spatial_weights
+    from keras_gmlp.visualization import plot_token_mixing_units
 
     from _shared.files import atomic_path
 
-    figure = plot(model)
-    for axis in figure.axes:
-        if axis.images:
-            colorbar = figure.colorbar(axis.images[0], ax=axis, shrink=0.8)
-            colorbar.ax.tick_params(labelsize=5)
-    figure.suptitle("spatial weights W[token, :] on the patch grid", fontsize=8)
+    if mixer:
+        figure = plot_token_mixing_units(model)  # the first block
+        figure.suptitle("first token-mixing units on the patch grid", fontsize=8)
+    else:
+        figure = plot_spatial_weights(model)
+        figure.suptitle("spatial weights W[token, :] on the patch grid", fontsize=8)
     with atomic_path(path) as temporary:
         figure.savefig(temporary, dpi=150)
 
@@ -105,13 +107,9 @@ def report(args, model, run, history, started):
         true_labels, predictions, data["classes"], output_dir / "confusion_matrix.png",
         f"{title} ({data['evaluation_split']}): accuracy {accuracy:.3f}",
     )
-    if args.model.startswith("gmlp"):
-        plot_spatial_weights(model, output_dir / "spatial_weights.png")
-    else:
-        print(
-            "spatial_weights.png skipped: plot_spatial_weights draws gMLP "
-            "spatial gating units, and Mixer models have none."
-        )
+    mixer = args.model.startswith("mixer")
+    picture = "token_mixing_units.png" if mixer else "spatial_weights.png"
+    plot_model_weights(model, output_dir / picture, mixer)
     write_run_summary(args, model, run, history, started, loss, accuracy)
     print(
         f"{data['evaluation_split']}: loss {loss:.4f}, accuracy {accuracy:.4f} "

@@ -130,3 +130,24 @@ def write_language_model_summary(args, started, task, history, scores, corpus, *
         epochs_completed=len(history.rows),
         **extra,
     )
+
+
+def spatial_filter_report(task, initial_scores, path):
+    """Draws the backbone's spatial filters (rows of each layer's W against
+    token offset) to `path` and returns the per-layer Toeplitz scores, at
+    initialisation (`initial_scores`) and now, for summary.json."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from keras_gmlp.visualization import plot_text_spatial_filters
+    from keras_gmlp.visualization import toeplitz_scores
+
+    from .report import save_figure
+
+    length = task.backbone.max_sequence_length
+    figure = plot_text_spatial_filters(
+        task.backbone, tokens=sorted({length // 4, length // 2, length - 1})
+    )
+    figure.suptitle("spatial filters W[i, :] by offset, after training", fontsize=8)
+    save_figure(figure, path)
+    return {"initial": initial_scores, "final": toeplitz_scores(task.backbone)}

@@ -42,6 +42,16 @@ def test_fast_default_writes_outputs():
     assert summary["heldout_masked_tokens"] > 0
     assert summary["flags"]["fast"] is True
 
+    # The final Toeplitz scores are those of the saved final preset's W.
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.visualization import toeplitz_scores
+
+    backbone = gMLPBackbone.from_preset(str(output_dir / "final_preset"))
+    scores = summary["toeplitz_scores"]
+    assert scores["final"] == pytest.approx(toeplitz_scores(backbone), rel=1e-6)
+    assert len(scores["initial"]) == backbone.num_layers
+    assert (output_dir / "spatial_filters.png").stat().st_size > 0
+
 
 def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypatch):
     program = load_program("pretrain_mlm")

@@ -34,6 +34,16 @@ def test_fast_default_trains_saves_and_generates(fast_run):
     assert json.loads((output_dir / "final_preset" / "config.json").read_text())["config"]["causal"]
     assert summary["backend"] == keras.backend.backend()
     assert 1.0 < summary["heldout_perplexity"] < 2 * summary["vocabulary_size"]
+
+    # The final Toeplitz scores are those of the saved final preset's W.
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.visualization import toeplitz_scores
+
+    backbone = gMLPBackbone.from_preset(str(output_dir / "final_preset"))
+    scores = summary["toeplitz_scores"]
+    assert scores["final"] == pytest.approx(toeplitz_scores(backbone), rel=1e-6)
+    assert len(scores["initial"]) == backbone.num_layers
+    assert (output_dir / "spatial_filters.png").stat().st_size > 0
     generations = summary["generations"]
     assert sorted(generations) == sorted(program.SAMPLERS)
     for texts in generations.values():

@@ -144,6 +144,19 @@ def test_fast_default_writes_every_output(fast_run):
     assert zipfile.is_zipfile(output_dir / "best.keras")
 
 
+def test_mixer_run_draws_its_token_mixing_units(tmp_path):
+    result = run_program(
+        PROGRAM, "--fast", "--model", "mixer", "--epochs", 1, "--output-dir", tmp_path
+    )
+    assert result.returncode == 0, describe(result)
+    assert not (tmp_path / "spatial_weights.png").exists()
+    import matplotlib.pyplot as plt
+
+    pixels = plt.imread(tmp_path / "token_mixing_units.png")
+    assert pixels.ndim == 3 and min(pixels.shape[:2]) > 100
+    assert pixels.std() > 0.01, "token_mixing_units.png is blank"
+
+
 def test_tfds_dataset_on_mock_data(tmp_path):
     result = run_program(
         PROGRAM, "--fast", "--dataset", "mnist", "--data-dir", tmp_path / "tfds",

@@ -195,6 +195,30 @@ def build_masked_lm(args, vocabulary_size):
     return gMLPMaskedLM(backbone)
 
 
+def frequency_bins(frequency, num_bins=5, min_tokens=20):
+    """Bins over token frequencies: quantile edges, then the smallest bin
+    merged into its smaller neighbour until every bin holds `min_tokens`
+    tokens, so no bar is empty or rests on a handful of tokens.
+
+    Returns `(edges, bins)`: bin `b` is `[edges[b], edges[b + 1])` (the last
+    one closed), and `bins` gives each token's bin."""
+    import numpy as np
+
+    edges = np.unique(np.quantile(frequency, np.linspace(0, 1, num_bins + 1)))
+    while True:
+        bins = np.clip(np.searchsorted(edges, frequency, side="right") - 1, 0, len(edges) - 2)
+        sizes = np.bincount(bins, minlength=len(edges) - 1)
+        smallest = int(np.argmin(sizes))
+        if len(sizes) == 1 or sizes[smallest] >= min_tokens:
+            return edges, bins
+        if smallest == 0 or (
+            smallest < len(sizes) - 1 and sizes[smallest + 1] < sizes[smallest - 1]
+        ):
+            edges = np.delete(edges, smallest + 1)  # merge with the next bin
+        else:
+            edges = np.delete(edges, smallest)  # merge with the previous bin
+
+
 def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     """Held-out masked-token accuracy for rare to frequent tokens: a
     masked LM first learns the frequent ones."""
@@ -209,17 +233,19 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     logits = model.predict(heldout_x, batch_size=256, verbose=0)
     real = labels > 0
     correct = (np.argmax(logits, axis=-1) == labels)[real]
-    frequency = counts[labels[real]]
-    edges = np.unique(np.quantile(frequency, np.linspace(0, 1, 6)))
-    bins = np.clip(np.searchsorted(edges, frequency, side="right") - 1, 0, len(edges) - 2)
-    accuracy = [correct[bins == b].mean() if (bins == b).any() else 0.0 for b in range(len(edges) - 1)]
-    names = [f"{int(edges[b])}-{int(edges[b + 1])}" for b in range(len(edges) - 1)]
+    edges, bins = frequency_bins(counts[labels[real]])
+    accuracy = [correct[bins == b].mean() for b in range(len(edges) - 1)]
+    names = [
+        f"{int(edges[b])}-{int(edges[b + 1])}\n({int((bins == b).sum())} tokens)"
+        for b in range(len(edges) - 1)
+    ]
     figure, axis = plt.subplots(figsize=(6, 3.5))
     axis.bar(names, accuracy, color="tab:blue")
     axis.set_xlabel("train occurrences of the masked token")
     axis.set_ylabel("held-out accuracy")
     axis.set_title("Masked-token accuracy by token frequency")
     axis.set_ylim(0, 1)
+    axis.tick_params(axis="x", labelsize=7)
     figure.tight_layout()
     save_figure(figure, path)
 

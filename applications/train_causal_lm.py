@@ -232,6 +232,7 @@ def plot_perplexity_by_position(trainer, x, y, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from _shared.report import plain_log_axis
     from _shared.report import save_figure
 
     logits = trainer.predict(x, batch_size=128, verbose=0).astype("float64")
@@ -244,7 +245,7 @@ def plot_perplexity_by_position(trainer, x, y, path):
     perplexity = np.exp((losses * real).sum(axis=0)[positions] / counts[positions])
     figure, axis = plt.subplots(figsize=(6, 3.5))
     axis.plot(positions + 1, perplexity, marker=".")
-    axis.set_yscale("log")
+    plain_log_axis(axis)
     axis.set_xlabel("position in the window (tokens of context)")
     axis.set_ylabel("held-out perplexity")
     axis.set_title("Next-token perplexity by position")

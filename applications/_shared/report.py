@@ -74,3 +74,14 @@ def write_summary(path, args, started, **fields):
     text = json.dumps(summary, indent=2, default=str, sort_keys=False) + "\n"
     write_text(path, text)
     return summary
+
+
+def plain_log_axis(axis):
+    """A log y axis labelled 1, 2, 5 per decade as plain numbers, not
+    matplotlib's "2x10^1" for axes that span a decade or two."""
+    from matplotlib import ticker
+
+    axis.set_yscale("log")
+    axis.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+    axis.yaxis.set_major_formatter(ticker.StrMethodFormatter("{x:g}"))
+    axis.yaxis.set_minor_formatter(ticker.NullFormatter())

@@ -139,3 +139,19 @@ def test_help_shows_defaults():
     assert result.returncode == 0
     assert "(default: gmlp)" in result.stdout
     assert "gmlp_base" in result.stdout
+
+
+def test_frequency_bins_merge_small_bins_and_leave_none_empty():
+    import numpy as np
+
+    program = load_program("pretrain_mlm")
+    # 3 tokens seen once, 100 seen 50 times, 4 seen 900 times.
+    frequency = np.array([1] * 3 + [50] * 100 + [900] * 4)
+    edges, bins = program.frequency_bins(frequency, num_bins=5, min_tokens=20)
+    sizes = np.bincount(bins, minlength=len(edges) - 1)
+    assert sizes.tolist() == [107]  # both small groups merged into the large one
+    frequency = np.array([1] * 40 + [50] * 100 + [900] * 30)
+    edges, bins = program.frequency_bins(frequency, num_bins=5, min_tokens=20)
+    # Quantile edges 1, 50, 900: the last bin is closed, so 900 joins 50.
+    assert edges.tolist() == [1, 50, 900]
+    assert np.bincount(bins).tolist() == [40, 130]

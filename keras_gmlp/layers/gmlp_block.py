@@ -16,6 +16,37 @@ from keras_gmlp.layers.stochastic_depth import StochasticDepth
 from keras_gmlp.layers.tiny_attention import TinyAttention
 
 
+def _check_block_arguments(
+    hidden_dim,
+    intermediate_dim,
+    sequence_length,
+    attention_dim,
+    num_heads,
+    drop_path_rate,
+    dropout,
+):
+    """Raises `ValueError` for a `gMLPBlock` argument out of its range."""
+    check_positive_int("hidden_dim", hidden_dim)
+    check_positive_int("intermediate_dim", intermediate_dim)
+    check_positive_int("sequence_length", sequence_length)
+    check_positive_int("num_heads", num_heads)
+    if attention_dim is not None:
+        check_positive_int("attention_dim", attention_dim)
+    check_rate("drop_path_rate", drop_path_rate)
+    check_rate("dropout", dropout)
+    if intermediate_dim % 2:
+        raise ValueError(
+            "Argument `intermediate_dim` must be even: the spatial gating "
+            "unit splits it in two halves. Received: "
+            f"intermediate_dim={intermediate_dim}"
+        )
+    if (intermediate_dim // 2) % num_heads:
+        raise ValueError(
+            f"Argument `num_heads` must divide intermediate_dim // 2 = "
+            f"{intermediate_dim // 2}. Received: num_heads={num_heads}"
+        )
+
+
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class gMLPBlock(keras.layers.Layer):
     """A gMLP block, or an aMLP block when `attention_dim` is set.
@@ -86,25 +117,15 @@ class gMLPBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_int("hidden_dim", hidden_dim)
-        check_positive_int("intermediate_dim", intermediate_dim)
-        check_positive_int("sequence_length", sequence_length)
-        check_positive_int("num_heads", num_heads)
-        if attention_dim is not None:
-            check_positive_int("attention_dim", attention_dim)
-        check_rate("drop_path_rate", drop_path_rate)
-        check_rate("dropout", dropout)
-        if intermediate_dim % 2:
-            raise ValueError(
-                "Argument `intermediate_dim` must be even: the spatial gating "
-                "unit splits it in two halves. Received: "
-                f"intermediate_dim={intermediate_dim}"
-            )
-        if (intermediate_dim // 2) % num_heads:
-            raise ValueError(
-                f"Argument `num_heads` must divide intermediate_dim // 2 = "
-                f"{intermediate_dim // 2}. Received: num_heads={num_heads}"
-            )
+        _check_block_arguments(
+            hidden_dim,
+            intermediate_dim,
+            sequence_length,
+            attention_dim,
+            num_heads,
+            drop_path_rate,
+            dropout,
+        )
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
         self.sequence_length = sequence_length
@@ -116,42 +137,46 @@ class gMLPBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
+        self._create_sublayers()
+
+    def _create_sublayers(self):
+        """Creates the sublayers from the validated configuration."""
         self.norm = LastAxisLayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm"
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="norm"
         )
         self.expand_dense = keras.layers.Dense(
-            intermediate_dim,
+            self.intermediate_dim,
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="expand",
         )
         self.spatial_gating_unit = SpatialGatingUnit(
-            sequence_length,
-            causal=causal,
-            num_heads=num_heads,
+            self.sequence_length,
+            causal=self.causal,
+            num_heads=self.num_heads,
             dtype=self.dtype_policy,
             name="spatial_gating_unit",
         )
         self.tiny_attention = None
-        if attention_dim is not None:
+        if self.attention_dim is not None:
             self.tiny_attention = TinyAttention(
-                attention_dim,
-                intermediate_dim // 2,
-                causal=causal,
+                self.attention_dim,
+                self.intermediate_dim // 2,
+                causal=self.causal,
                 dtype=self.dtype_policy,
                 name="tiny_attention",
             )
         self.output_dense = keras.layers.Dense(
-            hidden_dim,
+            self.hidden_dim,
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="output",
         )
         self.dropout_layer = keras.layers.Dropout(
-            dropout, dtype=self.dtype_policy, name="dropout"
+            self.dropout, dtype=self.dtype_policy, name="dropout"
         )
         self.drop_path = StochasticDepth(
-            drop_path_rate, dtype=self.dtype_policy, name="drop_path"
+            self.drop_path_rate, dtype=self.dtype_policy, name="drop_path"
         )
 
     def _check_inputs(self, inputs_shape):

@@ -97,7 +97,7 @@ class TinyAttention(keras.layers.Layer):
         self.qkv_dense.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.attention_dim,))
 
-    def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):
+    def _check_call_inputs(self, inputs, padding_mask, cache):
         name = self.__class__.__name__
         check_rank(name, "inputs", inputs.shape, 3)
         if inputs.shape[-1] != self.qkv_dense.kernel.shape[0]:
@@ -117,28 +117,46 @@ class TinyAttention(keras.layers.Layer):
             check_padding_mask(
                 name, (inputs.shape[0], cache.shape[2]), padding_mask
             )
+
+    def _write_to_cache(self, cache, key, value, cache_update_index):
+        """Writes the new keys and values at `cache_update_index`; returns
+        the updated cache and all its keys and values."""
+        if not self.causal:
+            raise ValueError(
+                "A `cache` is only meaningful for causal attention. "
+                "Received: cache with causal=False"
+            )
+        if cache_update_index is None:
+            raise ValueError(
+                "`cache_update_index` is required with `cache`. "
+                "Received: cache_update_index=None"
+            )
+        update = ops.stack([key, value], axis=1)
+        cache = ops.slice_update(
+            cache, (0, 0, cache_update_index, 0), ops.cast(update, cache.dtype)
+        )
+        return cache, cache[:, 0], cache[:, 1]
+
+    def _causal_mask(self, start, query_length, key_length):
+        """`(1, query_length, key_length)`, true where the query at
+        position `start + i` may see key `j`."""
+        query_positions = start + ops.arange(query_length)
+        key_positions = ops.arange(key_length)
+        return (key_positions[None, :] <= query_positions[:, None])[None]
+
+    def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):
+        self._check_call_inputs(inputs, padding_mask, cache)
         query, key, value = ops.split(
             dense_on_last_axis(self.qkv_dense, inputs), 3, axis=-1
         )
         start = 0
         if cache is not None:
-            if not self.causal:
-                raise ValueError(
-                    "A `cache` is only meaningful for causal attention. "
-                    "Received: cache with causal=False"
-                )
-            if cache_update_index is None:
-                raise ValueError(
-                    "`cache_update_index` is required with `cache`. "
-                    "Received: cache_update_index=None"
-                )
             start = cache_update_index
-            update = ops.stack([key, value], axis=1)
-            cache = ops.slice_update(
-                cache, (0, 0, start, 0), ops.cast(update, cache.dtype)
+            cache, key, value = self._write_to_cache(
+                cache, key, value, cache_update_index
             )
-            key = ops.cast(cache[:, 0], query.dtype)
-            value = ops.cast(cache[:, 1], query.dtype)
+            key = ops.cast(key, query.dtype)
+            value = ops.cast(value, query.dtype)
         scores = ops.einsum("bqd,bkd->bqk", query, key)
         scores = ops.cast(scores, "float32") / math.sqrt(self.attention_dim)
         allowed = None
@@ -148,9 +166,9 @@ class TinyAttention(keras.layers.Layer):
             # values are replaced, not just down-weighted.
             value = ops.where(allowed[:, 0, :, None], value, ops.zeros_like(value))
         if self.causal:
-            query_positions = start + ops.arange(ops.shape(query)[1])
-            key_positions = ops.arange(ops.shape(key)[1])
-            causal_mask = (key_positions[None, :] <= query_positions[:, None])[None]
+            causal_mask = self._causal_mask(
+                start, ops.shape(query)[1], ops.shape(key)[1]
+            )
             allowed = causal_mask if allowed is None else allowed & causal_mask
         if allowed is not None:
             scores = ops.where(allowed, scores, _MASKED_SCORE)

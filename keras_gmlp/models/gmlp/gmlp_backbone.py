@@ -13,6 +13,74 @@ def gmlp_embedding_initializer():
     return keras.initializers.TruncatedNormal(stddev=0.02)
 
 
+def _check_backbone_arguments(
+    vocabulary_size,
+    num_layers,
+    hidden_dim,
+    intermediate_dim,
+    max_sequence_length,
+    num_segments,
+    attention_dim,
+    dropout,
+):
+    """Raises `ValueError` for a `gMLPBackbone` argument out of its range."""
+    for name, value in (
+        ("vocabulary_size", vocabulary_size),
+        ("num_layers", num_layers),
+        ("hidden_dim", hidden_dim),
+        ("intermediate_dim", intermediate_dim),
+        ("max_sequence_length", max_sequence_length),
+        ("num_segments", num_segments),
+    ):
+        check_positive_int(name, value)
+    if attention_dim is not None:
+        check_positive_int("attention_dim", attention_dim)
+    check_rate("dropout", dropout)
+
+
+def _functional_graph(backbone):
+    """The symbolic inputs and outputs dicts of `backbone`, built by calling
+    its (already created) layers on `keras.Input`s."""
+    token_id_input = keras.Input(
+        shape=(None,), dtype="int32", name="token_ids"
+    )
+    segment_id_input = keras.Input(
+        shape=(None,), dtype="int32", name="segment_ids"
+    )
+    padding_mask_input = keras.Input(
+        shape=(None,), dtype="int32", name="padding_mask"
+    )
+    x = backbone.embeddings_add(
+        (
+            backbone.token_embedding(token_id_input),
+            backbone.segment_embedding(segment_id_input),
+        )
+    )
+    x = backbone.embeddings_dropout(x)
+    for block in backbone.gmlp_blocks:
+        x = block(x, padding_mask=padding_mask_input)
+    sequence_output = backbone.final_layer_norm(x)
+    # The pooler multiplies by the mask, and 0 * NaN is NaN: padded rows
+    # are replaced first, so whatever they hold cannot reach the mean.
+    real_tokens = keras.ops.cast(padding_mask_input, "bool")[:, :, None]
+    pooled_output = backbone.pooler(
+        keras.ops.where(
+            real_tokens, sequence_output, keras.ops.zeros_like(sequence_output)
+        ),
+        mask=padding_mask_input,
+    )
+    inputs = {
+        "token_ids": token_id_input,
+        "segment_ids": segment_id_input,
+        "padding_mask": padding_mask_input,
+    }
+    outputs = {
+        "sequence_output": sequence_output,
+        "pooled_output": pooled_output,
+    }
+    return inputs, outputs
+
+
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class gMLPBackbone(CheckedTextSteps, Backbone):
     """The gMLP (or aMLP) text encoder of "Pay Attention to MLPs".
@@ -89,20 +157,62 @@ class gMLPBackbone(CheckedTextSteps, Backbone):
         dtype=None,
         **kwargs,
     ):
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("num_layers", num_layers),
-            ("hidden_dim", hidden_dim),
-            ("intermediate_dim", intermediate_dim),
-            ("max_sequence_length", max_sequence_length),
-            ("num_segments", num_segments),
-        ):
-            check_positive_int(name, value)
-        if attention_dim is not None:
-            check_positive_int("attention_dim", attention_dim)
-        check_rate("dropout", dropout)
+        _check_backbone_arguments(
+            vocabulary_size,
+            num_layers,
+            hidden_dim,
+            intermediate_dim,
+            max_sequence_length,
+            num_segments,
+            attention_dim,
+            dropout,
+        )
 
         # === Layers ===
+        self._create_layers(
+            vocabulary_size,
+            num_layers,
+            hidden_dim,
+            intermediate_dim,
+            max_sequence_length,
+            num_segments,
+            attention_dim,
+            causal,
+            dropout,
+            dtype,
+        )
+
+        # === Functional Model ===
+        inputs, outputs = _functional_graph(self)
+        super().__init__(
+            inputs=inputs, outputs=outputs, dtype=dtype, **kwargs
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.attention_dim = attention_dim
+        self.causal = bool(causal)
+        self.dropout = dropout
+
+    def _create_layers(
+        self,
+        vocabulary_size,
+        num_layers,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length,
+        num_segments,
+        attention_dim,
+        causal,
+        dropout,
+        dtype,
+    ):
+        """Creates the layers, in the order the saved weights list them."""
         self.token_embedding = keras.layers.ReversibleEmbedding(
             input_dim=vocabulary_size,
             output_dim=hidden_dim,
@@ -143,60 +253,6 @@ class gMLPBackbone(CheckedTextSteps, Backbone):
         self.pooler = keras.layers.GlobalAveragePooling1D(
             dtype=dtype, name="pooler"
         )
-
-        # === Functional Model ===
-        token_id_input = keras.Input(
-            shape=(None,), dtype="int32", name="token_ids"
-        )
-        segment_id_input = keras.Input(
-            shape=(None,), dtype="int32", name="segment_ids"
-        )
-        padding_mask_input = keras.Input(
-            shape=(None,), dtype="int32", name="padding_mask"
-        )
-        x = self.embeddings_add(
-            (
-                self.token_embedding(token_id_input),
-                self.segment_embedding(segment_id_input),
-            )
-        )
-        x = self.embeddings_dropout(x)
-        for block in self.gmlp_blocks:
-            x = block(x, padding_mask=padding_mask_input)
-        sequence_output = self.final_layer_norm(x)
-        # The pooler multiplies by the mask, and 0 * NaN is NaN: padded rows
-        # are replaced first, so whatever they hold cannot reach the mean.
-        real_tokens = keras.ops.cast(padding_mask_input, "bool")[:, :, None]
-        pooled_output = self.pooler(
-            keras.ops.where(
-                real_tokens, sequence_output, keras.ops.zeros_like(sequence_output)
-            ),
-            mask=padding_mask_input,
-        )
-        super().__init__(
-            inputs={
-                "token_ids": token_id_input,
-                "segment_ids": segment_id_input,
-                "padding_mask": padding_mask_input,
-            },
-            outputs={
-                "sequence_output": sequence_output,
-                "pooled_output": pooled_output,
-            },
-            dtype=dtype,
-            **kwargs,
-        )
-
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.attention_dim = attention_dim
-        self.causal = bool(causal)
-        self.dropout = dropout
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         # Symbolic calls go through `compute_output_spec`; this runs on real

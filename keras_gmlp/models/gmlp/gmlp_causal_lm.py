@@ -221,16 +221,23 @@ class gMLPCausalLM(CheckedTextSteps, CausalLM):
             hidden_states=hidden_states,
             model=self,
         )
-        if stop_token_ids is None:
-            padding_mask = ops.ones_like(token_ids, dtype="bool")
-        else:
-            # Keep everything up to and including the first generated stop
-            # token of each row.
-            generated = ops.logical_not(ops.cast(padding_mask, "bool"))
-            is_stop = ops.zeros_like(generated)
-            for stop_id in stop_token_ids:
-                is_stop = ops.logical_or(is_stop, ops.equal(token_ids, stop_id))
-            stops = ops.cast(ops.logical_and(is_stop, generated), "int32")
-            stops_before = ops.cumsum(stops, axis=-1) - stops
-            padding_mask = ops.equal(stops_before, 0)
+        padding_mask = _generated_padding_mask(
+            token_ids, padding_mask, stop_token_ids
+        )
         return {"token_ids": token_ids, "padding_mask": padding_mask}
+
+
+def _generated_padding_mask(token_ids, prompt_padding_mask, stop_token_ids):
+    """The padding mask of generated `token_ids`: every token up to and
+    including the first generated stop token of each row (all of them
+    without `stop_token_ids`). `prompt_padding_mask` is true on the prompt
+    tokens, which are never taken for stop tokens."""
+    if stop_token_ids is None:
+        return ops.ones_like(token_ids, dtype="bool")
+    generated = ops.logical_not(ops.cast(prompt_padding_mask, "bool"))
+    is_stop = ops.zeros_like(generated)
+    for stop_id in stop_token_ids:
+        is_stop = ops.logical_or(is_stop, ops.equal(token_ids, stop_id))
+    stops = ops.cast(ops.logical_and(is_stop, generated), "int32")
+    stops_before = ops.cumsum(stops, axis=-1) - stops
+    return ops.equal(stops_before, 0)

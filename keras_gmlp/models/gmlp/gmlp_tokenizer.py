@@ -117,25 +117,7 @@ class gMLPTokenizer(WordPieceTokenizer):
         tokenizer.vocabulary_size()  # 2000, or fewer with a warning
         ```
         """
-        reserved = list(SPECIAL_TOKENS)
-        for token in reserved_tokens or ():
-            if not isinstance(token, str):
-                raise ValueError(
-                    "Argument `reserved_tokens` must be a list of strings. "
-                    f"Received: reserved_tokens={reserved_tokens!r}"
-                )
-            if token not in reserved:
-                reserved.append(token)
-        if (
-            isinstance(vocabulary_size, bool)
-            or not isinstance(vocabulary_size, int)
-            or vocabulary_size <= len(reserved)
-        ):
-            raise ValueError(
-                "Argument `vocabulary_size` must be an integer larger than "
-                f"the {len(reserved)} reserved tokens {reserved}. "
-                f"Received: vocabulary_size={vocabulary_size!r}"
-            )
+        reserved = _reserved_tokens(reserved_tokens, vocabulary_size)
         vocabulary = compute_word_piece_vocabulary(
             data,
             vocabulary_size,
@@ -147,13 +129,9 @@ class gMLPTokenizer(WordPieceTokenizer):
             suffix_indicator=suffix_indicator,
             reserved_tokens=reserved,
         )
-        if vocabulary_output_file is not None:
-            # keras-hub then writes the file instead of returning the list.
-            with open(vocabulary_output_file, encoding="utf-8") as file:
-                trained_size = sum(1 for _ in file)
-            vocabulary = vocabulary_output_file
-        else:
-            trained_size = len(vocabulary)
+        vocabulary, trained_size = _trained_vocabulary(
+            vocabulary, vocabulary_output_file
+        )
         if trained_size < vocabulary_size:
             warnings.warn(
                 f"gMLPTokenizer.from_corpus() was asked for "
@@ -170,6 +148,42 @@ class gMLPTokenizer(WordPieceTokenizer):
             suffix_indicator=suffix_indicator,
             **kwargs,
         )
+
+
+def _reserved_tokens(reserved_tokens, vocabulary_size):
+    """BERT's special tokens followed by the new `reserved_tokens`; raises
+    `ValueError` unless `vocabulary_size` leaves room for trained ones."""
+    reserved = list(SPECIAL_TOKENS)
+    for token in reserved_tokens or ():
+        if not isinstance(token, str):
+            raise ValueError(
+                "Argument `reserved_tokens` must be a list of strings. "
+                f"Received: reserved_tokens={reserved_tokens!r}"
+            )
+        if token not in reserved:
+            reserved.append(token)
+    if (
+        isinstance(vocabulary_size, bool)
+        or not isinstance(vocabulary_size, int)
+        or vocabulary_size <= len(reserved)
+    ):
+        raise ValueError(
+            "Argument `vocabulary_size` must be an integer larger than "
+            f"the {len(reserved)} reserved tokens {reserved}. "
+            f"Received: vocabulary_size={vocabulary_size!r}"
+        )
+    return reserved
+
+
+def _trained_vocabulary(vocabulary, vocabulary_output_file):
+    """The vocabulary to build the tokenizer with (the list, or the file
+    path when one was given) and the number of tokens it holds."""
+    if vocabulary_output_file is None:
+        return vocabulary, len(vocabulary)
+    # keras-hub then writes the file instead of returning the list.
+    with open(vocabulary_output_file, encoding="utf-8") as file:
+        trained_size = sum(1 for _ in file)
+    return vocabulary_output_file, trained_size
 
 
 def _shortfall_reason(asked, trained):

@@ -192,8 +192,8 @@ class TimmCheckpoint:
         bias = np.asarray(state.get("head.bias", np.zeros((0,))), "float32")
         if kernel.shape != tuple(dense.kernel.shape) or bias.shape != tuple(dense.bias.shape):
             raise ValueError(
-                f"{self.weights_path}: the checkpoint's head (head.weight {kernel.T.shape}, "
-                f"head.bias {bias.shape}) does not fit {self.num_classes} "
+                f"{self.weights_path}: the checkpoint's head (head.weight "
+                f"{kernel.T.shape}, head.bias {bias.shape}) does not fit {self.num_classes} "
                 f"classes of width {task.backbone.hidden_dim}; no head weights "
                 "were loaded. Pass `num_classes=` to train a new head."
             )

@@ -196,3 +196,24 @@ def test_the_real_hub_offline_fails_in_one_line(tmp_path):
                             capture_output=True, text=True, check=True)
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("HubUnavailableError"), result.stdout
+
+
+def test_the_real_hub_client_uses_its_cache_offline(tmp_path):
+    if _hub_reachable():
+        pytest.skip("this machine has network; the offline path is faked above")
+    # huggingface_hub's cache layout: refs/main names the snapshot.
+    repository = tmp_path / "hub" / "models--timm--gmlp_s16_224.ra3_in1k"
+    commit = "0" * 40
+    os.makedirs(repository / "refs")
+    os.makedirs(repository / "snapshots" / commit)
+    (repository / "refs" / "main").write_text(commit)
+    (repository / "snapshots" / commit / "config.json").write_text("{}")
+    code = (
+        "from keras_gmlp.utils.preset_files import preset_file\n"
+        "print(preset_file('hf://timm/gmlp_s16_224.ra3_in1k', 'config.json'))\n"
+    )
+    env = dict(os.environ, HF_HOME=str(tmp_path), PYTHONPATH=os.getcwd())
+    env.pop("HF_HUB_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", code], env=env, timeout=20,
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.strip().endswith(f"{commit}/config.json"), result.stdout

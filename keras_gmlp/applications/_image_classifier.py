@@ -237,10 +237,21 @@ def imagenet_weights_doc(variant):
     imagenet = variant["imagenet"]
     if imagenet is None:
         return ""
+    name = imagenet["repository"].split("/")[-1]
+    if imagenet["revision"] is not None and imagenet["sha256"] is not None:
+        check = "checked against its pinned\n            full sha256 at every use"
+    else:
+        # Nothing may claim more than is checked: the 8 digits in the
+        # release file's name at download, then the stamp written then.
+        check = (
+            "no pinned revision or full sha256 yet:\n            the "
+            "8-digit sha256 prefix in timm's release file name is\n"
+            "            checked at download, then every use checks the "
+            "size and\n            sha256 recorded at download"
+        )
     return (
-        f'`"imagenet"`\n            (timm\'s `{imagenet["repository"].split("/")[-1]}`, '
-        "downloaded once,\n            sha256-checked and cached in "
-        "`~/.keras/models`; see\n            `IMAGENET_WEIGHTS`), "
+        f'`"imagenet"`\n            (timm\'s `{name}`, downloaded once into '
+        f"`~/.keras/models`;\n            {check}; see `IMAGENET_WEIGHTS`), "
     )
 
 

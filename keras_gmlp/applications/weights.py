@@ -44,15 +44,17 @@ def fetch_imagenet_weights(variant):
     """Path of the cached timm ImageNet checkpoint of `variant`.
 
     Downloaded once with `keras.utils.get_file` into `$KERAS_HOME/models`
-    (default `~/.keras/models`) and verified on download and on every later
-    use; a verified cached file is used without network access. Where
-    `IMAGENET_WEIGHTS` records the hub repository's revision and sha256, the
-    file is that revision's `model.safetensors`; otherwise a
+    (default `~/.keras/models`); a cached file is used without network
+    access. Where `IMAGENET_WEIGHTS` records the hub repository's revision
+    and sha256, the file is that revision's `model.safetensors`, checked
+    against the sha256 at every use. Otherwise (no variant has them yet) a
     `model.safetensors` the user saved in the cache under the repository's
-    name is used as it is, and failing that timm's original release
-    checkpoint (`.pth`, read with torch) is downloaded and checked against
-    the sha256 prefix in its name. A file that fails its check is deleted
-    and refused, and no weights are loaded.
+    name is used, and failing that timm's original release checkpoint
+    (`.pth`, read with torch) is downloaded and only the 8-digit sha256
+    prefix in its name is checked; either file's size and sha256 are
+    stamped at its first use and checked at every later use. Hashing needs
+    no torch. A download that fails its check is deleted, a cached file
+    that changed is refused, and no weights are loaded.
 
     Args:
         variant: a key of `IMAGENET_WEIGHTS`, e.g. `"gmlp_s16"`.

@@ -18,6 +18,7 @@ when the image shape gives another patch grid.
 
 import importlib
 import json
+import os
 
 import numpy as np
 
@@ -114,6 +115,7 @@ class TimmCheckpoint:
             self.image_shape[0] // patch_size, self.image_shape[1] // patch_size
         )
         self.image_size = self.image_shape[:2]
+        self.weights_path = None
         self._state = None
 
     def state(self):
@@ -125,9 +127,10 @@ class TimmCheckpoint:
                 "timm checkpoint directory or `hf://timm/...` handle."
             )
         if self._state is None:
-            self._state = read_checkpoint(
-                preset_file(self.preset, "model.safetensors", self.revision)
+            self.weights_path = preset_file(
+                self.preset, "model.safetensors", self.revision
             )
+            self._state = read_checkpoint(self.weights_path)
         return self._state
 
     def check_family(self, cls):
@@ -157,7 +160,12 @@ class TimmCheckpoint:
         if load_weights:
             # Converts, checks and (for another image shape) resamples every
             # tensor before assigning any; the head's tensors are skipped.
-            load_timm_weights(backbone, state, checkpoint_grid=self.checkpoint_grid)
+            try:
+                load_timm_weights(
+                    backbone, state, checkpoint_grid=self.checkpoint_grid
+                )
+            except ValueError as error:
+                raise ValueError(f"{self.weights_path}: {error}") from None
         return backbone
 
     def load_task(self, cls, load_weights, load_task_weights, **kwargs):
@@ -184,8 +192,8 @@ class TimmCheckpoint:
         bias = np.asarray(state.get("head.bias", np.zeros((0,))), "float32")
         if kernel.shape != tuple(dense.kernel.shape) or bias.shape != tuple(dense.bias.shape):
             raise ValueError(
-                f"The checkpoint's head (head.weight {kernel.T.shape}, "
-                f"head.bias {bias.shape}) does not fit {self.num_classes} "
+                f"{self.weights_path}: the checkpoint's head (head.weight "
+                f"{kernel.T.shape}, head.bias {bias.shape}) does not fit {self.num_classes} "
                 f"classes of width {task.backbone.hidden_dim}; no head weights "
                 "were loaded. Pass `num_classes=` to train a new head."
             )
@@ -212,13 +220,55 @@ class TimmCheckpoint:
         return cls(**kwargs)
 
 
+def read_json(path):
+    """The contents of the JSON file `path`, a dict; a malformed file is
+    refused in one line naming it, with the line and column."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            contents = json.load(file)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{path} is not valid JSON: {error.msg} at line {error.lineno}, "
+            f"column {error.colno}."
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text: {error.reason}.") from None
+    if not isinstance(contents, dict):
+        raise ValueError(
+            f"{path} must hold a JSON object; it holds a "
+            f"{type(contents).__name__}."
+        )
+    return contents
+
+
+# timm config.json keys this module reads, and the JSON types they take.
+_TIMM_CONFIG_TYPES = {
+    "architecture": (str, "a string"),
+    "model_args": (dict, "an object"),
+    "pretrained_cfg": (dict, "an object"),
+    "num_classes": (int, "an integer"),
+}
+
+
+def _check_timm_config(config, path):
+    for key, (kind, description) in _TIMM_CONFIG_TYPES.items():
+        value = config.get(key)
+        if value is not None and (
+            not isinstance(value, kind) or isinstance(value, bool)
+        ):
+            raise ValueError(
+                f"{path}: `{key}` must be {description}. Received: "
+                f"{key}={value!r}"
+            )
+
+
 def timm_checkpoint(preset):
     """A `TimmCheckpoint` when `preset` is one of this library's timm
     checkpoints or preset names, else `None` (a keras-hub preset)."""
     if not isinstance(preset, str):
         return None
     presets = all_presets()
-    revision = None
+    name, revision = preset, None
     if preset in presets:
         entry = presets[preset]
         if entry["timm_handle"] is None:
@@ -227,14 +277,23 @@ def timm_checkpoint(preset):
         preset, revision = entry["timm_handle"], entry["timm_revision"]
     if not is_local_or_hf(preset):
         return None
+    if os.path.isdir(preset) and not os.path.isfile(
+        os.path.join(preset, "config.json")
+    ):
+        return None  # keras-hub reports what is missing.
+    # Hub errors propagate: keras-hub would retry the download and then
+    # call a known preset name unknown.
     try:
         config_path = preset_file(preset, "config.json", revision)
-    except FileNotFoundError:
-        return None  # keras-hub reports what is missing.
-    with open(config_path, encoding="utf-8") as file:
-        config = json.load(file)
+    except OSError as error:
+        if preset == name:
+            raise
+        # Named the way the user named it: a known name is never unknown.
+        raise type(error)(f"Preset {name!r}: {error}") from None
+    config = read_json(config_path)
     if "registered_name" in config or "architecture" not in config:
         return None
+    _check_timm_config(config, config_path)
     architecture = config["architecture"]
     family = _family(architecture)
     if family[0] is None:

@@ -18,7 +18,8 @@ the Hugging Face repository at a fixed `revision` with the file's full
 without network access; the hub answers a HEAD request for
 `resolve/main/model.safetensors` with the commit in `X-Repo-Commit` and the
 sha256 in `X-Linked-Etag`), timm's original `release` file, whose name ends
-in the first 8 hex digits of its sha256.
+in the first 8 hex digits of its sha256: only those are checked at
+download, then the size and full sha256 stamped at download at every use.
 """
 
 _RELEASES = "https://github.com/rwightman/pytorch-image-models/releases/download"

@@ -4,9 +4,11 @@ timm's release checkpoint checked against the sha256 prefix in its name.
 Offline: a fake download serves the timm fixture checkpoint."""
 
 import hashlib
+import json
 import os
 import re
 import shutil
+import sys
 
 import keras
 import numpy as np
@@ -156,3 +158,72 @@ def test_a_release_file_with_another_prefix_is_deleted_and_refused(
         imagenet_tiny()
     assert offline_hub == [url]
     assert not os.path.exists(tmp_path / "models" / url.rsplit("/", 1)[-1])
+
+
+def corrupt(path):
+    with open(path, "r+b") as file:
+        file.seek(-1, os.SEEK_END)
+        last = file.read(1)
+        file.seek(-1, os.SEEK_END)
+        file.write(bytes([last[0] ^ 1]))
+
+
+def test_a_release_download_is_stamped_and_a_changed_copy_refused(
+    offline_hub, monkeypatch, release_file, tmp_path
+):
+    url = release(monkeypatch, sha256_of(release_file)[:8])
+    imagenet_tiny()
+    cached = str(tmp_path / "models" / url.rsplit("/", 1)[-1])
+    with open(cached + ".sha256.json") as file:
+        stamp = json.load(file)
+    assert stamp == {"size": os.path.getsize(release_file),
+                     "sha256": sha256_of(release_file)}
+    corrupt(cached)
+    with pytest.raises(ValueError) as error:
+        imagenet_tiny()
+    message = str(error.value)
+    assert "\n" not in message
+    assert cached in message and "Delete the file" in message
+    assert offline_hub == [url]  # refused, not downloaded again
+    assert os.path.exists(cached)  # the user's to delete
+
+
+def test_a_user_saved_file_is_stamped_at_first_use_and_verified_without_torch(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    os.makedirs(tmp_path / "models")
+    cached = str(tmp_path / "models" / CACHED_NAME)
+    shutil.copyfile(fixture_path("gmlp", ".safetensors"), cached)
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch fails
+    first = weights_module.fetch_imagenet_weights("gmlp_s16")
+    assert first == cached and os.path.exists(cached + ".sha256.json")
+    assert weights_module.fetch_imagenet_weights("gmlp_s16") == cached
+    corrupt(cached)
+    with pytest.raises(ValueError, match="changed since they were downloaded"):
+        weights_module.fetch_imagenet_weights("gmlp_s16")
+
+
+def test_a_damaged_stamp_is_refused_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    os.makedirs(tmp_path / "models")
+    cached = str(tmp_path / "models" / CACHED_NAME)
+    shutil.copyfile(fixture_path("gmlp", ".safetensors"), cached)
+    with open(cached + ".sha256.json", "w") as file:
+        file.write('{"size": ')
+    with pytest.raises(ValueError, match="is damaged; delete it") as error:
+        weights_module.fetch_imagenet_weights("gmlp_s16")
+    assert "\n" not in str(error.value)
+
+
+def test_the_builders_docstrings_claim_no_more_than_is_checked():
+    from keras_gmlp.applications._image_classifier import imagenet_weights_doc
+    from keras_gmlp.utils.variants import IMAGE_CLASSIFIER_VARIANTS
+
+    for variant in IMAGE_CLASSIFIER_VARIANTS.values():
+        doc = imagenet_weights_doc(variant)
+        if not doc:
+            continue
+        pinned = variant["imagenet"]["sha256"] is not None
+        assert ("full sha256 at every use" in doc) == pinned, doc
+        assert ("8-digit sha256 prefix" in doc) == (not pinned), doc

@@ -101,6 +101,14 @@ def test_converter_follows_pretrained_cfg(family, tmp_path):
     np.testing.assert_allclose(keras.ops.convert_to_numpy(converter(pixels)), 1.0, atol=1e-6)
 
 
+@pytest.fixture(autouse=True)
+def hub_answers(monkeypatch):
+    """The hub's metadata request answers without network."""
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda url, **kw: None)
+
+
 def _serve_from(directory, calls):
     def hf_hub_download(repo_id, filename, **kwargs):
         calls.append((repo_id, filename))

@@ -282,8 +282,7 @@ def train(args, tokenizer, train_ids, heldout):
     import keras
 
     from _shared.batches import masked_batches
-    from _shared.text_training import fit_task
-    from keras_gmlp.visualization import toeplitz_scores
+    from _shared.text_training import fit_language_model
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
     from keras_gmlp.models import gMLPMaskedLMPreprocessor
@@ -301,15 +300,9 @@ def train(args, tokenizer, train_ids, heldout):
         train_ids, args.batch_size, args.seed, num_slots,
         tokenizer.token_to_id("[MASK]"), vocabulary_size,
     )
-    compile_args = {
-        # Label 0 marks the mask slots a short window leaves unused.
-        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        "metrics": [MaskedLMAccuracy(), MaskedLMPerplexity()],
-    }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(model.backbone)
-    trainer, history = fit_task(
-        model, batches, heldout, args, compile_args, monitor="val_masked_lm_perplexity"
+    trainer, history, initial_scores = fit_language_model(
+        model, batches, heldout, args, [MaskedLMAccuracy(), MaskedLMPerplexity()],
+        monitor="val_masked_lm_perplexity",
     )
     return model, trainer, history, initial_scores
 

@@ -285,8 +285,7 @@ def train(args, tokenizer, train_data, heldout):
     import keras
 
     from _shared.batches import EpochSeededBatches
-    from _shared.text_training import fit_task
-    from keras_gmlp.visualization import toeplitz_scores
+    from _shared.text_training import fit_language_model
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPCausalLM
@@ -307,15 +306,9 @@ def train(args, tokenizer, train_data, heldout):
         backbone, gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length)
     )
     batches = EpochSeededBatches(*train_data, args.batch_size, args.seed)
-    compile_args = {
-        # Label 0 ([PAD]) marks the positions after a document's end.
-        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        "metrics": [CausalLMPerplexity()],
-    }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(causal_lm.backbone)
-    trainer, history = fit_task(
-        causal_lm, batches, heldout, args, compile_args, monitor="val_causal_lm_perplexity"
+    trainer, history, initial_scores = fit_language_model(
+        causal_lm, batches, heldout, args, [CausalLMPerplexity()],
+        monitor="val_causal_lm_perplexity",
     )
     return causal_lm, trainer, history, initial_scores
 

@@ -28,6 +28,7 @@ training_curves.png, heldout_accuracy_by_frequency.png and summary.json.
 
 import time
 
+from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import add_optimizer_flags
 from _shared.flags import check_language_model_flags
 from _shared.flags import flag_given
@@ -50,15 +51,7 @@ SMALL_DEFAULTS = {
     "intermediate_dim": 512,
     "attention_dim": 32,
 }
-FAST = {
-    "num_layers": 1,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "attention_dim": 8,
-    "sequence_length": 32,
-    "vocabulary_size": 300,
-    "documents": 12,
-}
+FAST = LANGUAGE_MODEL_FAST
 # The held-out masks are the same for every run and seed, so runs compare.
 HELDOUT_MASK_SEED = 12345
 

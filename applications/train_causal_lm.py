@@ -29,6 +29,7 @@ import pathlib
 import time
 
 from _shared.files import write_text
+from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import add_optimizer_flags
 from _shared.flags import check_language_model_flags
 from _shared.flags import flag_given
@@ -42,16 +43,7 @@ MODELS = ("gmlp", "amlp")
 CORPORA = ("reference", "docstrings")
 SAMPLERS = ("greedy", "beam", "random", "top_k", "top_p", "contrastive")
 DEFAULT_PROMPTS = ("the with statement", "a class definition", "an exception is")
-FAST = {
-    "num_layers": 1,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "attention_dim": 8,
-    "sequence_length": 32,
-    "vocabulary_size": 300,
-    "documents": 12,
-    "max_length": 16,
-}
+FAST = {**LANGUAGE_MODEL_FAST, "max_length": 16}
 
 
 def build_parser():

@@ -28,6 +28,7 @@ training_curves.png, heldout_accuracy_by_frequency.png and summary.json.
 
 import time
 
+from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import add_optimizer_flags
 from _shared.flags import check_language_model_flags
 from _shared.flags import flag_given
@@ -50,15 +51,7 @@ SMALL_DEFAULTS = {
     "intermediate_dim": 512,
     "attention_dim": 32,
 }
-FAST = {
-    "num_layers": 1,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "attention_dim": 8,
-    "sequence_length": 32,
-    "vocabulary_size": 300,
-    "documents": 12,
-}
+FAST = LANGUAGE_MODEL_FAST
 # The held-out masks are the same for every run and seed, so runs compare.
 HELDOUT_MASK_SEED = 12345
 
@@ -282,8 +275,7 @@ def train(args, tokenizer, train_ids, heldout):
     import keras
 
     from _shared.batches import masked_batches
-    from _shared.text_training import fit_task
-    from keras_gmlp.visualization import toeplitz_scores
+    from _shared.text_training import fit_language_model
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
     from keras_gmlp.models import gMLPMaskedLMPreprocessor
@@ -301,15 +293,9 @@ def train(args, tokenizer, train_ids, heldout):
         train_ids, args.batch_size, args.seed, num_slots,
         tokenizer.token_to_id("[MASK]"), vocabulary_size,
     )
-    compile_args = {
-        # Label 0 marks the mask slots a short window leaves unused.
-        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        "metrics": [MaskedLMAccuracy(), MaskedLMPerplexity()],
-    }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(model.backbone)
-    trainer, history = fit_task(
-        model, batches, heldout, args, compile_args, monitor="val_masked_lm_perplexity"
+    trainer, history, initial_scores = fit_language_model(
+        model, batches, heldout, args, [MaskedLMAccuracy(), MaskedLMPerplexity()],
+        monitor="val_masked_lm_perplexity",
     )
     return model, trainer, history, initial_scores
 

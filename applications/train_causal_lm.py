@@ -29,6 +29,7 @@ import pathlib
 import time
 
 from _shared.files import write_text
+from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import add_optimizer_flags
 from _shared.flags import check_language_model_flags
 from _shared.flags import flag_given
@@ -42,16 +43,7 @@ MODELS = ("gmlp", "amlp")
 CORPORA = ("reference", "docstrings")
 SAMPLERS = ("greedy", "beam", "random", "top_k", "top_p", "contrastive")
 DEFAULT_PROMPTS = ("the with statement", "a class definition", "an exception is")
-FAST = {
-    "num_layers": 1,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "attention_dim": 8,
-    "sequence_length": 32,
-    "vocabulary_size": 300,
-    "documents": 12,
-    "max_length": 16,
-}
+FAST = {**LANGUAGE_MODEL_FAST, "max_length": 16}
 
 
 def build_parser():
@@ -285,8 +277,7 @@ def train(args, tokenizer, train_data, heldout):
     import keras
 
     from _shared.batches import EpochSeededBatches
-    from _shared.text_training import fit_task
-    from keras_gmlp.visualization import toeplitz_scores
+    from _shared.text_training import fit_language_model
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPCausalLM
@@ -307,15 +298,9 @@ def train(args, tokenizer, train_data, heldout):
         backbone, gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length)
     )
     batches = EpochSeededBatches(*train_data, args.batch_size, args.seed)
-    compile_args = {
-        # Label 0 ([PAD]) marks the positions after a document's end.
-        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        "metrics": [CausalLMPerplexity()],
-    }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(causal_lm.backbone)
-    trainer, history = fit_task(
-        causal_lm, batches, heldout, args, compile_args, monitor="val_causal_lm_perplexity"
+    trainer, history, initial_scores = fit_language_model(
+        causal_lm, batches, heldout, args, [CausalLMPerplexity()],
+        monitor="val_causal_lm_perplexity",
     )
     return causal_lm, trainer, history, initial_scores
 

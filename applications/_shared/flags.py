@@ -100,6 +100,19 @@ def flag_given(argv, flag):
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
+# What --fast sets in the language-model programs: a model and corpus
+# small enough for a smoke run of every step.
+LANGUAGE_MODEL_FAST = {
+    "num_layers": 1,
+    "hidden_dim": 32,
+    "intermediate_dim": 64,
+    "attention_dim": 8,
+    "sequence_length": 32,
+    "vocabulary_size": 300,
+    "documents": 12,
+}
+
+
 def check_language_model_flags(parser, args):
     """The checks the language-model programs share, as flag errors."""
     if args.intermediate_dim % 2:

@@ -113,6 +113,25 @@ def fit_task(task, batches, validation, args, compile_args, monitor, mode="min")
     return trainer, history
 
 
+def fit_language_model(task, batches, validation, args, metrics, monitor):
+    """`fit_task` of a language model: cross-entropy on logits that skips
+    label 0, `metrics`, and the best preset by `monitor` (lowest). Returns
+    (trainer, history, initial_scores), the last the Toeplitz scores of the
+    backbone's spatial filters before training."""
+    from keras_gmlp.visualization import toeplitz_scores
+
+    compile_args = {
+        # Label 0 is [PAD]: the positions after a document's end, or the
+        # mask slots a short window leaves unused.
+        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        "metrics": metrics,
+    }
+    # Scored before training; a resumed run rebuilds the same seeded start.
+    initial_scores = toeplitz_scores(task.backbone)
+    trainer, history = fit_task(task, batches, validation, args, compile_args, monitor)
+    return trainer, history, initial_scores
+
+
 def write_language_model_summary(args, started, task, history, scores, corpus, **extra):
     """Writes summary.json of a language model's run: `scores` first, then
     the model's size and vocabulary, the corpus, the presets, the epochs

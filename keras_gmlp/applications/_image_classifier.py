@@ -231,6 +231,48 @@ def _top(features, hidden_dim, include_top, pooling, classes, classifier_activat
     return keras.layers.Reshape(grid + (hidden_dim,), name="feature_map")(x)
 
 
+# The Args and Returns of the per-variant image builders (`gMLPS`,
+# `MixerB16`, ...), which take the same arguments.
+BUILDER_ARGS_DOC = """Args:
+        include_top: whether to include the classification head (final
+            norm, mean over tokens, dense layer).
+        weights: `None` (random initialization), {imagenet}a path to a
+            Keras `.weights.h5`, or a path to a timm checkpoint
+            (`.safetensors`, or `.pth`/`.bin` when torch is installed),
+            converted on load.
+        input_tensor: optional Keras tensor (i.e. output of `keras.Input()`)
+            to use as image input for the model.
+        input_shape: optional `(height, width, channels)`, default
+            `({default_size}, {default_size}, 3)`. Height and width must be known
+            multiples of {patch_size}.
+        pooling: pooling of the features when `include_top=False`: `None`
+            returns the normalised token grid `(batch, rows, columns,
+            channels)`, `"avg"` or `"max"` pool it to `(batch, channels)`.
+        classes: number of classes, only with `include_top=True`; must be
+            1000 with `weights="imagenet"`.
+        classifier_activation: activation of the top layer; `None` returns
+            logits. Only `None` or `"softmax"` with pretrained weights.
+        include_preprocessing: whether the model scales `[0, 255]` pixels.
+        drop_path_rate: final stochastic depth rate, increasing linearly
+            from 0 over the blocks.{drop_path_note}
+        name: name of the model.
+
+    Returns:
+        A `keras.Model` for one input size: calling it on images of another
+        size raises a ValueError; build a model for that size instead."""
+
+
+def builder_args_doc(variant, drop_path_note=""):
+    """The Args and Returns docstring text of an image builder, from its
+    variant table row; `drop_path_note` follows the `drop_path_rate` line."""
+    return BUILDER_ARGS_DOC.format(
+        imagenet=imagenet_weights_doc(variant),
+        default_size=variant["default_size"],
+        patch_size=variant["patch_size"],
+        drop_path_note=drop_path_note,
+    )
+
+
 def imagenet_weights_doc(variant):
     """The builders' docstring text for `weights="imagenet"` of a variant
     table row; empty when it has no public weights."""

@@ -1,7 +1,7 @@
 """MLP-Mixer image classifiers (Tolstikhin et al., 2021), keras.applications style."""
 
 from keras_gmlp.applications._image_classifier import build_image_classifier
-from keras_gmlp.applications._image_classifier import imagenet_weights_doc
+from keras_gmlp.applications._image_classifier import builder_args_doc
 from keras_gmlp.layers._patch_mlp import mixer_block_factory
 from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS
 
@@ -23,33 +23,7 @@ BASE_DOCSTRING = """Instantiates the {title} architecture.
     checkpoints trained at another size are loaded with the token-mixing
     MLP resampled to the new patch grid (`load_timm_weights`).
 
-    Args:
-        include_top: whether to include the classification head (final
-            norm, mean over tokens, dense layer).
-        weights: `None` (random initialization), {imagenet}a path to a
-            Keras `.weights.h5`, or a path to a timm checkpoint
-            (`.safetensors`, or `.pth`/`.bin` when torch is installed),
-            converted on load.
-        input_tensor: optional Keras tensor (i.e. output of `keras.Input()`)
-            to use as image input for the model.
-        input_shape: optional `(height, width, channels)`, default
-            `({default_size}, {default_size}, 3)`. Height and width must be known multiples of
-            {patch_size}.
-        pooling: pooling of the features when `include_top=False`: `None`
-            returns the normalised token grid `(batch, rows, columns,
-            channels)`, `"avg"` or `"max"` pool it to `(batch, channels)`.
-        classes: number of classes, only with `include_top=True`; must be
-            1000 with `weights="imagenet"`.
-        classifier_activation: activation of the top layer; `None` returns
-            logits. Only `None` or `"softmax"` with pretrained weights.
-        include_preprocessing: whether the model scales `[0, 255]` pixels.
-        drop_path_rate: final stochastic depth rate, increasing linearly
-            from 0 over the blocks.
-        name: name of the model.
-
-    Returns:
-        A `keras.Model` for one input size: calling it on images of another
-        size raises a ValueError; build a model for that size instead.
+    {builder_args}
 
     Examples:
 
@@ -139,7 +113,7 @@ def _mixer_variant(variant, *builder_args):
 
 def _docstring(variant):
     config = MLP_MIXER_VARIANTS[variant]
-    return BASE_DOCSTRING.format(**dict(config, imagenet=imagenet_weights_doc(config)))
+    return BASE_DOCSTRING.format(**config, builder_args=builder_args_doc(config))
 
 
 def MixerS32(

@@ -180,11 +180,8 @@ def torch_decoder(token_embedding, segment_embedding, blocks, final_norm):
     (see `keras_gmlp.layers._torch_decoding.reproduces`).
 
     Args:
-        token_embedding: the tied `keras.layers.ReversibleEmbedding`.
-        segment_embedding: the segment `keras.layers.Embedding`; segment 0
-            is added to every token.
-        blocks: the causal `gMLPBlock`s, in order.
-        final_norm: the `keras.layers.LayerNormalization` after the blocks.
+        token_embedding, segment_embedding, blocks, final_norm: as in
+            `keras_gmlp.layers._torch_decoding.TorchDecoder`.
     """
     if not uses_fast_form("torch_decoding"):
         return None

@@ -14,6 +14,23 @@ from keras_gmlp.layers._patch_mlp import check_image_shape
 from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 
+# Docstring text both image backbones share: what `from_preset` loads
+# besides the family's preset names, and the Args after the block widths.
+FROM_TIMM_LAYOUT_DOC = """handle or a local directory in timm's Hugging Face layout
+    (`config.json` with `architecture` and `pretrained_cfg`, and
+    `model.safetensors`), converted without torch."""
+
+COMMON_BACKBONE_ARGS_DOC = """        image_shape: `(height, width, channels)` (`(channels, height,
+            width)` with `"channels_first"`), height and width multiples of
+            `patch_size`. Defaults to `(224, 224, 3)`.
+        drop_path_rate: float in `[0, 1)`, stochastic depth rate of the last
+            block, increasing linearly from 0 over the blocks.
+        data_format: `"channels_last"` or `"channels_first"`; defaults to
+            `keras.config.image_data_format()`.
+        dtype: string or `keras.DTypePolicy`, the dtype policy of the
+            computations and weights. Norms compute in float32.
+        **kwargs: standard `keras.Model` arguments such as `name`."""
+
 
 class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
     """Base of the patch-MLP image backbones; subclasses give the blocks.

@@ -6,6 +6,53 @@ from keras_gmlp.models._checked_steps import CheckedSteps
 from keras_gmlp.models._patch_mlp_backbone import check_images_shape
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 
+# Each family's classifier docstring: `{prefix}` is the family's class
+# name prefix (`gMLP`, `MLPMixer`); the other fields name its presets
+# module, the weights resampled to another grid and a timm checkpoint.
+IMAGE_CLASSIFIER_DOCSTRING = """{article} {family} image backbone with timm's classification head.
+
+    keras-hub's `ImageClassifier`: the backbone's normalised token grid is
+    averaged over the tokens (timm's `global_pool="avg"`) and a dense layer
+    gives `num_classes` logits. With a preprocessor, `fit`, `evaluate` and
+    `predict` take raw images (`[0, 255]`, any size) and labels, also as a
+    `tf.data.Dataset`. `compile()` defaults to sparse categorical
+    cross-entropy, Adam and accuracy.
+
+    `from_preset` loads keras-hub presets, names of `{presets_module}`,
+    `hf://timm/<name>` handles and local directories in timm's Hugging Face
+    layout (converted without torch, with timm's class count and data
+    config). Passing `num_classes` starts a new head; `image_shape`
+    resamples the {mixing_weights} weights to another image size.
+
+    Args:
+        backbone: a `{backbone}`.
+        num_classes: int, the number of classes.
+        preprocessor: a `{prefix}ImageClassifierPreprocessor` or `None`.
+        pooling: `"avg"` (timm's head) or `"max"`.
+        activation: activation of the outputs; `None` (default) gives
+            logits, `"softmax"` probabilities.
+        dropout: float, dropout before the dense layer.
+        head_dtype: dtype policy of the head; defaults to the backbone's.
+
+    Examples:
+
+    ```python
+    # {checkpoint_title}, its ImageNet logits, in Keras.
+    classifier = keras_gmlp.models.{prefix}ImageClassifier.from_preset(
+        "{preset}"
+    )
+    logits = classifier.predict(np.random.randint(0, 256, (1, 256, 256, 3)))
+
+    # Fine-tune on 10 classes at 256x256 ({mixing_weights} weights resampled).
+    classifier = keras_gmlp.models.{prefix}ImageClassifier.from_preset(
+        "{preset}", num_classes=10,
+        image_shape=(256, 256, 3),
+    )
+    classifier.fit(images_and_labels_dataset, epochs=3)
+    classifier.save_to_preset("./{finetuned_dir}")
+    ```
+    """
+
 
 class PatchMLPImageClassifier(CheckedSteps, TimmPresetsMixin, ImageClassifier):
     """keras-hub's `ImageClassifier` with timm checkpoints in `from_preset`

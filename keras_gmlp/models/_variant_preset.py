@@ -1,4 +1,13 @@
-"""The keras-hub preset entry of an image variant, from its table row."""
+"""The keras-hub preset entry of an image variant, from its table row.
+
+The gMLP image and MLP-Mixer preset tables hold one entry per variant,
+named after timm's architecture: `config` holds the backbone arguments,
+`params` timm's parameter count with the 1000-class head, and
+`timm_handle` (with `timm_revision`) the Hugging Face repository of the
+public ImageNet weights, or `None` where there are none (then
+`from_preset(name, load_weights=False)` builds the architecture with random
+weights).
+"""
 
 
 def variant_preset(variant, path, weights_source, **block_config):

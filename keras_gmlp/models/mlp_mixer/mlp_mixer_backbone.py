@@ -1,13 +1,15 @@
 import keras
 
 from keras_gmlp.layers._patch_mlp import mixer_block_factory
+from keras_gmlp.models._patch_mlp_backbone import COMMON_BACKBONE_ARGS_DOC
+from keras_gmlp.models._patch_mlp_backbone import FROM_TIMM_LAYOUT_DOC
 from keras_gmlp.models._patch_mlp_backbone import PatchMLPImageBackbone
 from keras_gmlp.models._patch_mlp_backbone import check_backbone_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class MLPMixerBackbone(PatchMLPImageBackbone):
-    """The MLP-Mixer image backbone (Tolstikhin et al., 2021).
+    __doc__ = f"""The MLP-Mixer image backbone (Tolstikhin et al., 2021).
 
     Images are cut into `patch_size` patches and embedded (`stem`), run
     through `num_layers` Mixer blocks (a token-mixing MLP across the patch
@@ -30,9 +32,7 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
 
     `from_preset` accepts a keras-hub preset directory, a name of
     `mlp_mixer_presets` (`"mixer_b16_224"`, ...), an `hf://timm/<name>`
-    handle or a local directory in timm's Hugging Face layout
-    (`config.json` with `architecture` and `pretrained_cfg`, and
-    `model.safetensors`), converted without torch.
+    {FROM_TIMM_LAYOUT_DOC}
 
     Args:
         patch_size: int, side of the square patches.
@@ -40,16 +40,7 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
         hidden_dim: int, token width.
         tokens_mlp_dim: int, hidden width of the token-mixing MLP.
         channels_mlp_dim: int, hidden width of the channel-mixing MLP.
-        image_shape: `(height, width, channels)` (`(channels, height,
-            width)` with `"channels_first"`), height and width multiples of
-            `patch_size`. Defaults to `(224, 224, 3)`.
-        drop_path_rate: float in `[0, 1)`, stochastic depth rate of the last
-            block, increasing linearly from 0 over the blocks.
-        data_format: `"channels_last"` or `"channels_first"`; defaults to
-            `keras.config.image_data_format()`.
-        dtype: string or `keras.DTypePolicy`, the dtype policy of the
-            computations and weights. Norms compute in float32.
-        **kwargs: standard `keras.Model` arguments such as `name`.
+{COMMON_BACKBONE_ARGS_DOC}
 
     Examples:
 

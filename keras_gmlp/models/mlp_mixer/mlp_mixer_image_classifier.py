@@ -1,6 +1,9 @@
 import keras
 
-from keras_gmlp.models._patch_mlp_image_classifier import PatchMLPImageClassifier
+from keras_gmlp.models._patch_mlp_image_classifier import (
+    IMAGE_CLASSIFIER_DOCSTRING,
+    PatchMLPImageClassifier,
+)
 from keras_gmlp.models.mlp_mixer.mlp_mixer_backbone import MLPMixerBackbone
 from keras_gmlp.models.mlp_mixer.mlp_mixer_image_classifier_preprocessor import (
     MLPMixerImageClassifierPreprocessor,
@@ -9,49 +12,17 @@ from keras_gmlp.models.mlp_mixer.mlp_mixer_image_classifier_preprocessor import 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class MLPMixerImageClassifier(PatchMLPImageClassifier):
-    """An MLP-Mixer image backbone with timm's classification head.
-
-    keras-hub's `ImageClassifier`: the backbone's normalised token grid is
-    averaged over the tokens (timm's `global_pool="avg"`) and a dense layer
-    gives `num_classes` logits. With a preprocessor, `fit`, `evaluate` and
-    `predict` take raw images (`[0, 255]`, any size) and labels, also as a
-    `tf.data.Dataset`. `compile()` defaults to sparse categorical
-    cross-entropy, Adam and accuracy.
-
-    `from_preset` loads keras-hub presets, names of `mlp_mixer_presets`,
-    `hf://timm/<name>` handles and local directories in timm's Hugging Face
-    layout (converted without torch, with timm's class count and data
-    config). Passing `num_classes` starts a new head; `image_shape`
-    resamples the token-mixing weights to another image size.
-
-    Args:
-        backbone: a `MLPMixerBackbone`.
-        num_classes: int, the number of classes.
-        preprocessor: a `MLPMixerImageClassifierPreprocessor` or `None`.
-        pooling: `"avg"` (timm's head) or `"max"`.
-        activation: activation of the outputs; `None` (default) gives
-            logits, `"softmax"` probabilities.
-        dropout: float, dropout before the dense layer.
-        head_dtype: dtype policy of the head; defaults to the backbone's.
-
-    Examples:
-
-    ```python
-    # Google's Mixer-B/16, its ImageNet logits, in Keras.
-    classifier = keras_gmlp.models.MLPMixerImageClassifier.from_preset(
-        "hf://timm/mixer_b16_224.goog_in21k_ft_in1k"
+    __doc__ = IMAGE_CLASSIFIER_DOCSTRING.format(
+        article="An",
+        family="MLP-Mixer",
+        prefix="MLPMixer",
+        backbone="MLPMixerBackbone",
+        presets_module="mlp_mixer_presets",
+        mixing_weights="token-mixing",
+        checkpoint_title="Google's Mixer-B/16",
+        preset="hf://timm/mixer_b16_224.goog_in21k_ft_in1k",
+        finetuned_dir="mixer_b16_finetuned",
     )
-    logits = classifier.predict(np.random.randint(0, 256, (1, 256, 256, 3)))
-
-    # Fine-tune on 10 classes at 256x256 (token-mixing weights resampled).
-    classifier = keras_gmlp.models.MLPMixerImageClassifier.from_preset(
-        "hf://timm/mixer_b16_224.goog_in21k_ft_in1k", num_classes=10,
-        image_shape=(256, 256, 3),
-    )
-    classifier.fit(images_and_labels_dataset, epochs=3)
-    classifier.save_to_preset("./mixer_b16_finetuned")
-    ```
-    """
 
     backbone_cls = MLPMixerBackbone
     preprocessor_cls = MLPMixerImageClassifierPreprocessor

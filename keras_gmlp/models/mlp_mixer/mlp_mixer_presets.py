@@ -1,11 +1,7 @@
 """MLP-Mixer presets, one per variant of `MLP_MIXER_VARIANTS`.
 
-Each entry is named after timm's architecture; `config` holds the backbone
-arguments, `params` timm's parameter count with the 1000-class head, and
-`timm_handle` (with `timm_revision`) the Hugging Face repository of the
-public ImageNet weights, or `None` where there are none (then
-`from_preset(name, load_weights=False)` builds the architecture with random
-weights).
+Each entry is named after timm's architecture and built by
+`variant_preset`, whose module says what its fields hold.
 """
 
 from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS

@@ -58,21 +58,43 @@ FAST_EXAMPLES = {"train": 24, "test": 12}
 def parse_args(argv=None):
     parser = make_parser(__doc__, "outputs/finetune_text_classifier")
     parser.set_defaults(epochs=6, batch_size=32)
-    parser.add_argument("--preset", default=DEFAULT_PRESET,
-                        help="the pretrained preset directory to start from")
-    parser.add_argument("--dataset",
-                        help="a tensorflow-datasets task instead of the offline one, "
-                        f"e.g. {', '.join(TASKS)}")
-    parser.add_argument("--data-dir", help="where tensorflow-datasets keeps prepared datasets")
-    parser.add_argument("--max-examples", type=positive_int, default=100000,
-                        help="most --dataset examples read per split")
-    parser.add_argument("--learning-rate", type=float, default=5e-4,
-                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
-    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
-    parser.add_argument("--dropout", type=unit_float, default=0.1,
-                        help="dropout on the pooled output")
-    parser.add_argument("--test-fraction", type=unit_float, default=0.25,
-                        help="share of module files held out in the offline task")
+    parser.add_argument(
+        "--preset",
+        default=DEFAULT_PRESET,
+        help="the pretrained preset directory to start from",
+    )
+    parser.add_argument(
+        "--dataset",
+        help="a tensorflow-datasets task instead of the offline one, "
+        f"e.g. {', '.join(TASKS)}",
+    )
+    parser.add_argument(
+        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
+    )
+    parser.add_argument(
+        "--max-examples",
+        type=positive_int,
+        default=100000,
+        help="most --dataset examples read per split",
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=5e-4,
+        help="peak AdamW learning rate (linear warm-up, cosine decay)",
+    )
+    parser.add_argument(
+        "--weight-decay", type=float, default=0.01, help="AdamW weight decay"
+    )
+    parser.add_argument(
+        "--dropout", type=unit_float, default=0.1, help="dropout on the pooled output"
+    )
+    parser.add_argument(
+        "--test-fraction",
+        type=unit_float,
+        default=0.25,
+        help="share of module files held out in the offline task",
+    )
     args = parser.parse_args(argv)
     if args.fast and not flag_given(argv, "--epochs"):
         args.epochs = 1
@@ -85,7 +107,11 @@ def parse_args(argv=None):
         made_by = "python applications/pretrain_mlm.py"
         if preset.name in ("final_preset", "best_preset"):
             made_by += f" --output-dir {preset.parent}"
-        state = "does not exist" if not preset.exists() else "holds no preset (no config.json)"
+        state = (
+            "does not exist"
+            if not preset.exists()
+            else "holds no preset (no config.json)"
+        )
         parser.error(
             f"--preset {preset} {state}. Make it first with: {made_by}  "
             "(or pass --preset DIR of another gMLP/aMLP preset)"
@@ -107,7 +133,8 @@ def offline_task(args):
     split = {"train": [], "test": []}
     for label, package in enumerate(PACKAGES):
         files = [
-            name for name in text_corpus.stdlib_module_files(package)
+            name
+            for name in text_corpus.stdlib_module_files(package)
             if text_corpus.module_docstrings(name)
         ]
         texts_of = {
@@ -153,9 +180,8 @@ def offline_task(args):
 
 
 def tfds_task(parser, args):
-    import numpy as np
-
     import _shared.text_data as text_data
+    import numpy as np
 
     try:
         builder = text_data.tfds_builder(args.dataset, args.data_dir)
@@ -171,7 +197,8 @@ def tfds_task(parser, args):
     else:
         columns = tuple(text_data.text_features(builder))
         eval_split = next(
-            (s for s in ("validation", "validation_matched", "test") if s in splits), None
+            (s for s in ("validation", "validation_matched", "test") if s in splits),
+            None,
         )
         if not 1 <= len(columns) <= 2 or eval_split is None:
             parser.error(
@@ -225,7 +252,6 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
     from _shared.report import save_figure
 
     k = len(class_names)
@@ -240,8 +266,14 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
     axis.set_ylabel("true")
     for i in range(k):
         for j in range(k):
-            axis.text(j, i, matrix[i, j], ha="center", va="center",
-                      color="white" if matrix[i, j] > matrix.max() / 2 else "black")
+            axis.text(
+                j,
+                i,
+                matrix[i, j],
+                ha="center",
+                va="center",
+                color="white" if matrix[i, j] > matrix.max() / 2 else "black",
+            )
     axis.set_title("Confusion matrix (test)")
     figure.tight_layout()
     save_figure(figure, path)
@@ -250,7 +282,6 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
 def train_classifier(args, classifier, train, test):
     """Fits `classifier` on the train texts; returns (trainer, history)."""
     import keras
-
     from _shared.batches import EpochSeededBatches
     from _shared.text_training import fit_task
 
@@ -261,7 +292,13 @@ def train_classifier(args, classifier, train, test):
         "metrics": ["accuracy"],
     }
     return fit_task(
-        classifier, batches, test, args, compile_args, monitor="val_accuracy", mode="max"
+        classifier,
+        batches,
+        test,
+        args,
+        compile_args,
+        monitor="val_accuracy",
+        mode="max",
     )
 
 
@@ -278,9 +315,9 @@ def main(argv=None):
     started = time.time()
     import keras
     import numpy as np
-
     from _shared.report import plot_history
     from _shared.report import write_summary
+
     from keras_gmlp.models import gMLPTextClassifier
 
     train, test, class_names, eval_split, task_name = load_task(parser, args)
@@ -298,18 +335,30 @@ def main(argv=None):
             str(args.preset), num_classes=len(class_names), dropout=args.dropout
         )
     except Exception as error:
-        raise SystemExit(f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}")
+        raise SystemExit(
+            f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
+        ) from None
     test_x = pack(classifier.preprocessor, test["texts"])
-    trainer, history = train_classifier(args, classifier, train, (test_x, test["labels"]))
+    trainer, history = train_classifier(
+        args, classifier, train, (test_x, test["labels"])
+    )
     logits = trainer.predict(test_x, batch_size=256, verbose=0)
     predictions = np.argmax(logits, axis=-1)
     accuracy = float(np.mean(predictions == test["labels"]))
 
-    plot_history(history, args.output_dir / "training_curves.png", f"Fine-tuning on {task_name}")
-    plot_confusion_matrix(test["labels"], predictions, class_names,
-                          args.output_dir / "confusion_matrix.png")
+    plot_history(
+        history, args.output_dir / "training_curves.png", f"Fine-tuning on {task_name}"
+    )
+    plot_confusion_matrix(
+        test["labels"],
+        predictions,
+        class_names,
+        args.output_dir / "confusion_matrix.png",
+    )
     summary = write_summary(
-        args.output_dir / "summary.json", args, started,
+        args.output_dir / "summary.json",
+        args,
+        started,
         task=task_name,
         eval_split=eval_split,
         accuracy=accuracy,

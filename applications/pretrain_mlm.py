@@ -59,33 +59,71 @@ HELDOUT_MASK_SEED = 12345
 def build_parser():
     parser = make_parser(__doc__, "outputs/pretrain_mlm")
     parser.set_defaults(epochs=6, batch_size=32)
-    parser.add_argument("--model", choices=MODELS, default="gmlp",
-                        help="a small gMLP/aMLP, or one of the paper's configurations")
-    parser.add_argument("--num-layers", type=positive_int,
-                        help=f"blocks of a small model (default {SMALL_DEFAULTS['num_layers']})")
-    parser.add_argument("--hidden-dim", type=positive_int,
-                        help=f"d_model of a small model (default {SMALL_DEFAULTS['hidden_dim']})")
-    parser.add_argument("--intermediate-dim", type=positive_int,
-                        help="d_ffn of a small model, even "
-                        f"(default {SMALL_DEFAULTS['intermediate_dim']})")
-    parser.add_argument("--attention-dim", type=positive_int,
-                        help="tiny attention size of a small aMLP "
-                        f"(default {SMALL_DEFAULTS['attention_dim']})")
-    parser.add_argument("--sequence-length", type=positive_int, default=64,
-                        help="tokens per window, [CLS] and [SEP] included")
-    parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
-                        help="WordPiece vocabulary size to train (a small corpus may give fewer)")
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default="gmlp",
+        help="a small gMLP/aMLP, or one of the paper's configurations",
+    )
+    parser.add_argument(
+        "--num-layers",
+        type=positive_int,
+        help=f"blocks of a small model (default {SMALL_DEFAULTS['num_layers']})",
+    )
+    parser.add_argument(
+        "--hidden-dim",
+        type=positive_int,
+        help=f"d_model of a small model (default {SMALL_DEFAULTS['hidden_dim']})",
+    )
+    parser.add_argument(
+        "--intermediate-dim",
+        type=positive_int,
+        help="d_ffn of a small model, even "
+        f"(default {SMALL_DEFAULTS['intermediate_dim']})",
+    )
+    parser.add_argument(
+        "--attention-dim",
+        type=positive_int,
+        help="tiny attention size of a small aMLP "
+        f"(default {SMALL_DEFAULTS['attention_dim']})",
+    )
+    parser.add_argument(
+        "--sequence-length",
+        type=positive_int,
+        default=64,
+        help="tokens per window, [CLS] and [SEP] included",
+    )
+    parser.add_argument(
+        "--vocabulary-size",
+        type=positive_int,
+        default=1200,
+        help="WordPiece vocabulary size to train (a small corpus may give fewer)",
+    )
     add_optimizer_flags(parser)
-    parser.add_argument("--heldout-fraction", type=unit_float, default=0.1,
-                        help="share of documents held out (when the corpus has no validation split)")
-    parser.add_argument("--dataset",
-                        help="a tensorflow-datasets text corpus instead of the Python reference")
-    parser.add_argument("--data-dir", help="where tensorflow-datasets keeps prepared datasets")
-    parser.add_argument("--text-feature",
-                        help="the --dataset feature holding the text (default: 'text', "
-                        "or its only text feature)")
-    parser.add_argument("--max-documents", type=positive_int, default=50000,
-                        help="most --dataset documents read per split")
+    parser.add_argument(
+        "--heldout-fraction",
+        type=unit_float,
+        default=0.1,
+        help="share of documents held out (when the corpus has no validation split)",
+    )
+    parser.add_argument(
+        "--dataset",
+        help="a tensorflow-datasets text corpus instead of the Python reference",
+    )
+    parser.add_argument(
+        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
+    )
+    parser.add_argument(
+        "--text-feature",
+        help="the --dataset feature holding the text (default: 'text', "
+        "or its only text feature)",
+    )
+    parser.add_argument(
+        "--max-documents",
+        type=positive_int,
+        default=50000,
+        help="most --dataset documents read per split",
+    )
     return parser
 
 
@@ -119,6 +157,7 @@ def parse_args(argv=None):
 def load_documents(parser, args):
     """({name: text} to train on, {name: text} held out)."""
     from _shared.text_training import split_documents
+
     from keras_gmlp.utils.text_corpus import reference_documents
 
     if args.dataset is None:
@@ -155,7 +194,9 @@ def load_tfds_documents(parser, args):
     try:
         for split in ("train", heldout_split) if heldout_split else ("train",):
             columns = text_data.load_tfds_columns(builder, split, [feature], limit)
-            texts[split] = {f"{split}:{i}": text for i, text in enumerate(columns[feature])}
+            texts[split] = {
+                f"{split}:{i}": text for i, text in enumerate(columns[feature])
+            }
     except Exception as error:  # tfds' errors for unprepared data vary
         parser.error(
             f"--dataset {args.dataset} could not be read from --data-dir "
@@ -199,7 +240,9 @@ def frequency_bins(frequency, num_bins=5, min_tokens=20):
 
     edges = np.unique(np.quantile(frequency, np.linspace(0, 1, num_bins + 1)))
     while True:
-        bins = np.clip(np.searchsorted(edges, frequency, side="right") - 1, 0, len(edges) - 2)
+        bins = np.clip(
+            np.searchsorted(edges, frequency, side="right") - 1, 0, len(edges) - 2
+        )
         sizes = np.bincount(bins, minlength=len(edges) - 1)
         smallest = int(np.argmin(sizes))
         if len(sizes) == 1 or sizes[smallest] >= min_tokens:
@@ -220,7 +263,6 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
     from _shared.report import save_figure
 
     logits = model.predict(heldout_x, batch_size=256, verbose=0)
@@ -247,10 +289,10 @@ def masked_corpus(parser, args):
     """The tokenizer, the train windows, and the held-out windows masked
     once with HELDOUT_MASK_SEED, with the facts the summary reports."""
     import numpy as np
-
     from _shared.text_training import corpus_facts
     from _shared.text_training import print_corpus
     from _shared.text_training import windowed_corpus
+
     from keras_gmlp.utils import text_corpus
 
     train_documents, heldout_documents = load_documents(parser, args)
@@ -259,12 +301,18 @@ def masked_corpus(parser, args):
     )
     num_slots = text_corpus.mask_slots(args.sequence_length)
     heldout_x, heldout_y = text_corpus.mask_tokens(
-        heldout_ids, np.random.default_rng(HELDOUT_MASK_SEED), num_slots,
-        tokenizer.token_to_id("[MASK]"), tokenizer.vocabulary_size(),
+        heldout_ids,
+        np.random.default_rng(HELDOUT_MASK_SEED),
+        num_slots,
+        tokenizer.token_to_id("[MASK]"),
+        tokenizer.vocabulary_size(),
     )
     corpus = corpus_facts(
         args.dataset or "pydoc_data.topics (Python Language Reference)",
-        train_documents, heldout_documents, len(train_ids), len(heldout_ids),
+        train_documents,
+        heldout_documents,
+        len(train_ids),
+        len(heldout_ids),
     )
     print_corpus("Corpus", corpus, args.sequence_length, tokenizer.vocabulary_size())
     return tokenizer, train_ids, (heldout_x, heldout_y), corpus
@@ -273,9 +321,9 @@ def masked_corpus(parser, args):
 def train(args, tokenizer, train_ids, heldout):
     """Builds and trains the masked LM; returns (model, trainer, history)."""
     import keras
-
     from _shared.batches import masked_batches
     from _shared.text_training import fit_language_model
+
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
     from keras_gmlp.models import gMLPMaskedLMPreprocessor
@@ -290,11 +338,19 @@ def train(args, tokenizer, train_ids, heldout):
         tokenizer, sequence_length=args.sequence_length, mask_selection_length=num_slots
     )
     batches = masked_batches(
-        train_ids, args.batch_size, args.seed, num_slots,
-        tokenizer.token_to_id("[MASK]"), vocabulary_size,
+        train_ids,
+        args.batch_size,
+        args.seed,
+        num_slots,
+        tokenizer.token_to_id("[MASK]"),
+        vocabulary_size,
     )
     trainer, history, initial_scores = fit_language_model(
-        model, batches, heldout, args, [MaskedLMAccuracy(), MaskedLMPerplexity()],
+        model,
+        batches,
+        heldout,
+        args,
+        [MaskedLMAccuracy(), MaskedLMPerplexity()],
         monitor="val_masked_lm_perplexity",
     )
     return model, trainer, history, initial_scores
@@ -303,9 +359,10 @@ def train(args, tokenizer, train_ids, heldout):
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
+    from _shared.report import plot_history
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
-    from _shared.report import plot_history
+
     from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
     from keras_gmlp.utils.text_corpus import unigram_perplexity
 
@@ -316,16 +373,28 @@ def main(argv=None):
         train_ids, heldout_y, tokenizer.vocabulary_size(), FIRST_WORD_ID
     )
     model, trainer, history, initial_scores = train(args, tokenizer, train_ids, heldout)
-    scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
+    scores = trainer.evaluate(
+        heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True
+    )
     accuracy = float(scores["masked_lm_accuracy"])
     perplexity = float(scores["masked_lm_perplexity"])
-    plot_history(history, output_dir / "training_curves.png",
-                 f"{args.model} masked LM on {args.dataset or 'the Python reference'}")
+    plot_history(
+        history,
+        output_dir / "training_curves.png",
+        f"{args.model} masked LM on {args.dataset or 'the Python reference'}",
+    )
     plot_accuracy_by_frequency(
-        trainer, heldout_x, heldout_y, counts, output_dir / "heldout_accuracy_by_frequency.png"
+        trainer,
+        heldout_x,
+        heldout_y,
+        counts,
+        output_dir / "heldout_accuracy_by_frequency.png",
     )
     summary = write_language_model_summary(
-        args, started, model, history,
+        args,
+        started,
+        model,
+        history,
         {
             "heldout_masked_token_accuracy": accuracy,
             "heldout_masked_token_perplexity": perplexity,

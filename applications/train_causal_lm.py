@@ -49,33 +49,69 @@ FAST = {**LANGUAGE_MODEL_FAST, "max_length": 16}
 def build_parser():
     parser = make_parser(__doc__, "outputs/train_causal_lm")
     parser.set_defaults(epochs=8, batch_size=32)
-    parser.add_argument("--model", choices=MODELS, default="gmlp",
-                        help="gMLP, or aMLP (gMLP with a tiny causal attention)")
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default="gmlp",
+        help="gMLP, or aMLP (gMLP with a tiny causal attention)",
+    )
     parser.add_argument("--num-layers", type=positive_int, default=4, help="blocks")
     parser.add_argument("--hidden-dim", type=positive_int, default=128, help="d_model")
-    parser.add_argument("--intermediate-dim", type=positive_int, default=512,
-                        help="d_ffn, even")
-    parser.add_argument("--attention-dim", type=positive_int, default=32,
-                        help="aMLP's tiny attention size")
-    parser.add_argument("--sequence-length", type=positive_int, default=64,
-                        help="tokens per training window and most tokens generated")
-    parser.add_argument("--vocabulary-size", type=positive_int, default=1200,
-                        help="WordPiece vocabulary size to train (a small corpus may give fewer)")
-    parser.add_argument("--corpus", choices=CORPORA, default="reference",
-                        help="the Python reference, or the standard library's docstrings")
+    parser.add_argument(
+        "--intermediate-dim", type=positive_int, default=512, help="d_ffn, even"
+    )
+    parser.add_argument(
+        "--attention-dim",
+        type=positive_int,
+        default=32,
+        help="aMLP's tiny attention size",
+    )
+    parser.add_argument(
+        "--sequence-length",
+        type=positive_int,
+        default=64,
+        help="tokens per training window and most tokens generated",
+    )
+    parser.add_argument(
+        "--vocabulary-size",
+        type=positive_int,
+        default=1200,
+        help="WordPiece vocabulary size to train (a small corpus may give fewer)",
+    )
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="reference",
+        help="the Python reference, or the standard library's docstrings",
+    )
     add_optimizer_flags(parser)
-    parser.add_argument("--heldout-fraction", type=unit_float, default=0.1,
-                        help="share of documents held out")
-    parser.add_argument("--preset",
-                        help="generate with this causal preset instead of training")
-    parser.add_argument("--prompt", action="append",
-                        help="a text to continue; repeat for several "
-                        f"(default: {' | '.join(DEFAULT_PROMPTS)})")
-    parser.add_argument("--max-length", type=positive_int, default=48,
-                        help="generated length in tokens, prompt included; at most "
-                        "the model's sequence length")
-    parser.add_argument("--samplers", default=",".join(SAMPLERS),
-                        help="comma-separated keras-hub samplers to generate with")
+    parser.add_argument(
+        "--heldout-fraction",
+        type=unit_float,
+        default=0.1,
+        help="share of documents held out",
+    )
+    parser.add_argument(
+        "--preset", help="generate with this causal preset instead of training"
+    )
+    parser.add_argument(
+        "--prompt",
+        action="append",
+        help="a text to continue; repeat for several "
+        f"(default: {' | '.join(DEFAULT_PROMPTS)})",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=positive_int,
+        default=48,
+        help="generated length in tokens, prompt included; at most "
+        "the model's sequence length",
+    )
+    parser.add_argument(
+        "--samplers",
+        default=",".join(SAMPLERS),
+        help="comma-separated keras-hub samplers to generate with",
+    )
     return parser
 
 
@@ -85,12 +121,16 @@ def parse_args(argv=None):
     args.samplers = [name.strip() for name in args.samplers.split(",") if name.strip()]
     unknown = [name for name in args.samplers if name not in SAMPLERS]
     if unknown or not args.samplers:
-        parser.error(f"--samplers takes names from {SAMPLERS}; received {unknown or 'none'}")
+        parser.error(
+            f"--samplers takes names from {SAMPLERS}; received {unknown or 'none'}"
+        )
     if args.prompt is not None and not all(p.strip() for p in args.prompt):
         parser.error("--prompt must not be empty")
     if args.fast:
         for name, value in FAST.items():
-            if hasattr(args, name) and not flag_given(argv, "--" + name.replace("_", "-")):
+            if hasattr(args, name) and not flag_given(
+                argv, "--" + name.replace("_", "-")
+            ):
                 setattr(args, name, value)
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
@@ -122,7 +162,9 @@ def check_preset(parser, args, argv):
     try:
         backbone_config = json.loads(config_path.read_text())["config"]
     except (ValueError, KeyError):
-        parser.error(f"--preset {args.preset}: config.json is not a keras-hub backbone config")
+        parser.error(
+            f"--preset {args.preset}: config.json is not a keras-hub backbone config"
+        )
     if not backbone_config.get("causal"):
         parser.error(
             f"--preset {args.preset} holds a bidirectional encoder (e.g. from "
@@ -141,6 +183,7 @@ def check_preset(parser, args, argv):
 
 def load_documents(args):
     from _shared.text_training import split_documents
+
     from keras_gmlp.utils import text_corpus
 
     if args.corpus == "reference":
@@ -196,23 +239,31 @@ def write_generations(output_dir, prompts, generations):
 
 def generate_only(parser, args, started):
     import keras
-
     from _shared.report import write_summary
+
     from keras_gmlp.models import gMLPCausalLM
 
     keras.utils.set_random_seed(args.seed)
     try:
         causal_lm = gMLPCausalLM.from_preset(str(args.preset))
     except Exception as error:
-        raise SystemExit(f"--preset {args.preset} could not be loaded: {error}")
+        raise SystemExit(
+            f"--preset {args.preset} could not be loaded: {error}"
+        ) from None
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     try:
         generations = generate_all(causal_lm, prompts, args)
     except ValueError as error:
         parser.error(str(error))
     write_generations(args.output_dir, prompts, generations)
-    write_summary(args.output_dir / "summary.json", args, started, mode="generate",
-                  preset=str(args.preset), generations=generations)
+    write_summary(
+        args.output_dir / "summary.json",
+        args,
+        started,
+        mode="generate",
+        preset=str(args.preset),
+        generations=generations,
+    )
 
 
 def plot_perplexity_by_position(trainer, x, y, path):
@@ -223,7 +274,6 @@ def plot_perplexity_by_position(trainer, x, y, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
     from _shared.report import plain_log_axis
     from _shared.report import save_figure
 
@@ -256,28 +306,46 @@ def next_token_corpus(args):
     train_documents, heldout_documents = load_documents(args)
     # One more token than the model sees: inputs and next-token labels.
     tokenizer, train_rows, heldout_rows = windowed_corpus(
-        train_documents, heldout_documents, args.vocabulary_size, args.sequence_length + 1
+        train_documents,
+        heldout_documents,
+        args.vocabulary_size,
+        args.sequence_length + 1,
     )
 
     def inputs_and_labels(rows):
-        x = {"token_ids": rows[:, :-1], "padding_mask": (rows[:, :-1] != 0).astype("int32")}
+        x = {
+            "token_ids": rows[:, :-1],
+            "padding_mask": (rows[:, :-1] != 0).astype("int32"),
+        }
         return x, rows[:, 1:]
 
     corpus = corpus_facts(
-        args.corpus, train_documents, heldout_documents, len(train_rows), len(heldout_rows)
+        args.corpus,
+        train_documents,
+        heldout_documents,
+        len(train_rows),
+        len(heldout_rows),
     )
     print_corpus(
-        f"Corpus ({args.corpus})", corpus, args.sequence_length, tokenizer.vocabulary_size()
+        f"Corpus ({args.corpus})",
+        corpus,
+        args.sequence_length,
+        tokenizer.vocabulary_size(),
     )
-    return tokenizer, inputs_and_labels(train_rows), inputs_and_labels(heldout_rows), corpus
+    return (
+        tokenizer,
+        inputs_and_labels(train_rows),
+        inputs_and_labels(heldout_rows),
+        corpus,
+    )
 
 
 def train(args, tokenizer, train_data, heldout):
     """Builds and trains the causal LM; returns (causal_lm, trainer, history)."""
     import keras
-
     from _shared.batches import EpochSeededBatches
     from _shared.text_training import fit_language_model
+
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
     from keras_gmlp.models import gMLPCausalLM
@@ -295,11 +363,16 @@ def train(args, tokenizer, train_data, heldout):
         dropout=args.dropout,
     )
     causal_lm = gMLPCausalLM(
-        backbone, gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length)
+        backbone,
+        gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length),
     )
     batches = EpochSeededBatches(*train_data, args.batch_size, args.seed)
     trainer, history, initial_scores = fit_language_model(
-        causal_lm, batches, heldout, args, [CausalLMPerplexity()],
+        causal_lm,
+        batches,
+        heldout,
+        args,
+        [CausalLMPerplexity()],
         monitor="val_causal_lm_perplexity",
     )
     return causal_lm, trainer, history, initial_scores
@@ -311,23 +384,31 @@ def main(argv=None):
     if args.preset is not None:
         return generate_only(parser, args, started)
     import keras
-
+    from _shared.report import plot_history
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
-    from _shared.report import plot_history
+
     from keras_gmlp.utils.text_corpus import unigram_perplexity
 
     output_dir = args.output_dir
     tokenizer, train_data, heldout, corpus = next_token_corpus(args)
     (heldout_x, heldout_y), train_y = heldout, train_data[1]
     unigram, _ = unigram_perplexity(train_y, heldout_y, tokenizer.vocabulary_size(), 1)
-    causal_lm, trainer, history, initial_scores = train(args, tokenizer, train_data, heldout)
-    scores = trainer.evaluate(heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True)
+    causal_lm, trainer, history, initial_scores = train(
+        args, tokenizer, train_data, heldout
+    )
+    scores = trainer.evaluate(
+        heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True
+    )
     perplexity = float(scores["causal_lm_perplexity"])
-    plot_history(history, output_dir / "training_curves.png",
-                 f"causal {args.model} on the {args.corpus} corpus")
-    plot_perplexity_by_position(trainer, heldout_x, heldout_y,
-                                output_dir / "perplexity_by_position.png")
+    plot_history(
+        history,
+        output_dir / "training_curves.png",
+        f"causal {args.model} on the {args.corpus} corpus",
+    )
+    plot_perplexity_by_position(
+        trainer, heldout_x, heldout_y, output_dir / "perplexity_by_position.png"
+    )
     heldout_tokens = int((heldout_y > 0).sum())
     print(
         f"Held-out perplexity {perplexity:.2f} over {heldout_tokens} "
@@ -339,7 +420,10 @@ def main(argv=None):
     generations = generate_all(causal_lm, prompts, args)
     write_generations(output_dir, prompts, generations)
     summary = write_language_model_summary(
-        args, started, causal_lm, history,
+        args,
+        started,
+        causal_lm,
+        history,
         {
             "mode": "train",
             "heldout_perplexity": perplexity,

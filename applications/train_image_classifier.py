@@ -48,7 +48,6 @@ def main(argv=None):
         builder = image_data.tfds_builder(parser, args)
 
     import keras
-
     from _image_classifier import model as image_model
     from _image_classifier import reporting
     from _image_classifier import training
@@ -59,12 +58,19 @@ def main(argv=None):
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")
     data, channels = image_data.load_data(parser, args, builder, state)
-    model, start = image_model.build_model(parser, args, channels, data["classes"], state)
+    model, start = image_model.build_model(
+        parser, args, channels, data["classes"], state
+    )
     batches = image_data.training_batches(args, data, in_memory=builder is None)
     training.compile_model(model, args, batches["steps_per_epoch"])
     reporting.print_start(args, model, start, data, batches, distribution)
     history = training.fit(model, args, batches)
-    run_facts = {"data": data, "batches": batches, "start": start, "distribution": distribution}
+    run_facts = {
+        "data": data,
+        "batches": batches,
+        "start": start,
+        "distribution": distribution,
+    }
     reporting.report(args, model, run_facts, history, started)
 
 

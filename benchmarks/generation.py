@@ -24,15 +24,19 @@ def parse_args(argv=None):
     parser.add_argument("--num-layers", type=int, default=6)
     parser.add_argument("--hidden-dim", type=int, default=256)
     parser.add_argument("--intermediate-dim", type=int, default=1536)
-    parser.add_argument("--attention-dim", type=int, default=64,
-                        help="tiny attention size; 0 for gMLP")
+    parser.add_argument(
+        "--attention-dim", type=int, default=64, help="tiny attention size; 0 for gMLP"
+    )
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--prompt-lengths", default="16,128")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny model, one repeat: checks the harness runs")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny model, one repeat: checks the harness runs",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -58,30 +62,50 @@ def run_worker(args):
             index = ops.min(ops.sum(ops.cast(padding_mask, "int32"), axis=-1))
 
             def next(prompt, cache, index):
-                logits = self({"token_ids": prompt, "padding_mask": ops.ones_like(prompt)})
+                logits = self(
+                    {"token_ids": prompt, "padding_mask": ops.ones_like(prompt)}
+                )
                 hidden = ops.zeros_like(logits[:, 0, :1])
                 return ops.take(logits, index - 1, axis=1), hidden, cache
 
             token_ids = self.sampler(
-                next=next, prompt=token_ids, cache=ops.zeros((1,)), index=index,
-                mask=padding_mask, stop_token_ids=None, model=self,
+                next=next,
+                prompt=token_ids,
+                cache=ops.zeros((1,)),
+                index=index,
+                mask=padding_mask,
+                stop_token_ids=None,
+                model=self,
             )
-            return {"token_ids": token_ids, "padding_mask": ops.ones_like(token_ids, "bool")}
+            return {
+                "token_ids": token_ids,
+                "padding_mask": ops.ones_like(token_ids, "bool"),
+            }
 
     keras.utils.set_random_seed(0)
     backbone = gMLPBackbone(
-        vocabulary_size=1000, num_layers=args.num_layers, hidden_dim=args.hidden_dim,
-        intermediate_dim=args.intermediate_dim, max_sequence_length=args.max_length,
-        attention_dim=args.attention_dim or None, causal=True, dropout=0.0,
+        vocabulary_size=1000,
+        num_layers=args.num_layers,
+        hidden_dim=args.hidden_dim,
+        intermediate_dim=args.intermediate_dim,
+        max_sequence_length=args.max_length,
+        attention_dim=args.attention_dim or None,
+        causal=True,
+        dropout=0.0,
     )
     models = {"cached": gMLPCausalLM(backbone), "uncached": UncachedCausalLM(backbone)}
     rng = np.random.default_rng(0)
     for prompt_length in [int(n) for n in args.prompt_lengths.split(",")]:
         length = prompt_length + args.new_tokens
         token_ids = np.zeros((args.batch_size, length), "int32")
-        token_ids[:, :prompt_length] = rng.integers(5, 1000, (args.batch_size, prompt_length))
+        token_ids[:, :prompt_length] = rng.integers(
+            5, 1000, (args.batch_size, prompt_length)
+        )
         padding_mask = np.arange(length)[None, :] < prompt_length
-        inputs = {"token_ids": token_ids, "padding_mask": np.repeat(padding_mask, args.batch_size, 0)}
+        inputs = {
+            "token_ids": token_ids,
+            "padding_mask": np.repeat(padding_mask, args.batch_size, 0),
+        }
         outputs = {}
         for name, model in models.items():
             model.compile(sampler="greedy")
@@ -92,16 +116,31 @@ def run_worker(args):
                 outputs[name] = model.generate(inputs, stop_token_ids=None)
                 times.append(time.perf_counter() - start)
             tokens = args.batch_size * args.new_tokens
-            print(json.dumps({
-                "backend": keras.backend.backend(), "mode": name,
-                "prompt_length": prompt_length, "tokens_per_second": tokens / statistics.median(times),
-            }), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "backend": keras.backend.backend(),
+                        "mode": name,
+                        "prompt_length": prompt_length,
+                        "tokens_per_second": tokens / statistics.median(times),
+                    }
+                ),
+                flush=True,
+            )
         same = np.array_equal(
             keras.ops.convert_to_numpy(outputs["cached"]["token_ids"]),
             keras.ops.convert_to_numpy(outputs["uncached"]["token_ids"]),
         )
-        print(json.dumps({"backend": keras.backend.backend(), "prompt_length": prompt_length,
-                          "same_tokens": bool(same)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "backend": keras.backend.backend(),
+                    "prompt_length": prompt_length,
+                    "same_tokens": bool(same),
+                }
+            ),
+            flush=True,
+        )
 
 
 def main(argv=None):
@@ -112,8 +151,13 @@ def main(argv=None):
     rows, failed = [], []
     here = os.path.dirname(os.path.abspath(__file__))
     for backend in args.backends.split(","):
-        env = dict(os.environ, KERAS_BACKEND=backend,
-                   PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+        env = dict(
+            os.environ,
+            KERAS_BACKEND=backend,
+            PYTHONPATH=os.pathsep.join(
+                [os.path.dirname(here), os.environ.get("PYTHONPATH", "")]
+            ),
+        )
         command = [sys.executable, os.path.abspath(__file__), "--worker"] + [
             a for a in (argv if argv is not None else sys.argv[1:])
         ]
@@ -122,21 +166,35 @@ def main(argv=None):
             failed.append(backend)
             print(f"{backend} failed:\n{result.stderr[-3000:]}")
             continue
-        rows += [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    print(f"\n{'backend':<11} {'prompt':>6} {'cached tok/s':>13} {'uncached tok/s':>15} {'ratio':>6} {'same tokens':>12}")
-    speeds = {(r["backend"], r["prompt_length"], r["mode"]): r["tokens_per_second"] for r in rows if "mode" in r}
+        rows += [
+            json.loads(line)
+            for line in result.stdout.splitlines()
+            if line.startswith("{")
+        ]
+    print(
+        f"\n{'backend':<11} {'prompt':>6} {'cached tok/s':>13} {'uncached tok/s':>15} {'ratio':>6} {'same tokens':>12}"
+    )
+    speeds = {
+        (r["backend"], r["prompt_length"], r["mode"]): r["tokens_per_second"]
+        for r in rows
+        if "mode" in r
+    }
     for r in rows:
         if "same_tokens" in r:
             cached = speeds[(r["backend"], r["prompt_length"], "cached")]
             uncached = speeds[(r["backend"], r["prompt_length"], "uncached")]
-            print(f"{r['backend']:<11} {r['prompt_length']:>6} {cached:>13.1f} {uncached:>15.1f} "
-                  f"{cached / uncached:>5.1f}x {str(r['same_tokens']):>12}")
+            print(
+                f"{r['backend']:<11} {r['prompt_length']:>6} {cached:>13.1f} {uncached:>15.1f} "
+                f"{cached / uncached:>5.1f}x {str(r['same_tokens']):>12}"
+            )
     for prompt_length in sorted({r["prompt_length"] for r in rows if "mode" in r}):
         reference = speeds.get(("jax", prompt_length, "cached"))
         for backend in ("tensorflow", "torch"):
             speed = speeds.get((backend, prompt_length, "cached"))
             if reference and speed:
-                print(f"prompt {prompt_length}: {backend} cached = {speed / reference:.2f}x JAX")
+                print(
+                    f"prompt {prompt_length}: {backend} cached = {speed / reference:.2f}x JAX"
+                )
     if failed:
         sys.exit(1)
 

@@ -55,21 +55,41 @@ def parse_args(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.split("\n")[2:]),
     )
-    parser.add_argument("--output-dir", required=True,
-                        help="where the JSON, CSV, PNG and table go")
-    parser.add_argument("--backend", choices=("jax", "tensorflow", "torch"),
-                        help="Keras backend (default: $KERAS_BACKEND, else jax)")
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help="comma-separated subset of bert,gmlp,amlp")
-    parser.add_argument("--seeds", type=positive_int, default=3,
-                        help="how many seeds, counting up from --first-seed")
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="lets several processes share the seeds of one "
-                        "comparison (merge their JSON with --merge)")
-    parser.add_argument("--merge", nargs="+", metavar="JSON", default=None,
-                        help="train nothing: combine the runs of these "
-                        "mlm_vs_transformer.json files (same configuration, "
-                        "different seeds) into --output-dir")
+    parser.add_argument(
+        "--output-dir", required=True, help="where the JSON, CSV, PNG and table go"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("jax", "tensorflow", "torch"),
+        help="Keras backend (default: $KERAS_BACKEND, else jax)",
+    )
+    parser.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help="comma-separated subset of bert,gmlp,amlp",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=3,
+        help="how many seeds, counting up from --first-seed",
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="lets several processes share the seeds of one "
+        "comparison (merge their JSON with --merge)",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        default=None,
+        help="train nothing: combine the runs of these "
+        "mlm_vs_transformer.json files (same configuration, "
+        "different seeds) into --output-dir",
+    )
     parser.add_argument("--steps", type=positive_int, default=1000)
     parser.add_argument("--eval-every", type=positive_int, default=100)
     parser.add_argument("--batch-size", type=positive_int, default=32)
@@ -78,39 +98,60 @@ def parse_args(argv=None):
     parser.add_argument("--hidden-dim", type=positive_int, default=128)
     parser.add_argument("--bert-layers", type=positive_int, default=2)
     parser.add_argument("--bert-heads", type=positive_int, default=2)
-    parser.add_argument("--gmlp-layers", type=positive_int, default=4,
-                        help="gMLP and aMLP depth (the paper's gMLP is deeper "
-                        "and narrower than BERT at equal size)")
-    parser.add_argument("--attention-dim", type=positive_int, default=32,
-                        help="aMLP's tiny attention size")
+    parser.add_argument(
+        "--gmlp-layers",
+        type=positive_int,
+        default=4,
+        help="gMLP and aMLP depth (the paper's gMLP is deeper "
+        "and narrower than BERT at equal size)",
+    )
+    parser.add_argument(
+        "--attention-dim",
+        type=positive_int,
+        default=32,
+        help="aMLP's tiny attention size",
+    )
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--warmup-fraction", type=float, default=0.05)
     parser.add_argument("--heldout-fraction", type=float, default=0.1)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny models on a little text for a few steps: "
-                        "checks the harness, decides nothing")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny models on a little text for a few steps: "
+        "checks the harness, decides nothing",
+    )
     args = parser.parse_args(argv)
     args.models = [name.strip() for name in args.models.split(",") if name.strip()]
     unknown = sorted(set(args.models) - set(MODELS))
     if unknown or not args.models:
-        parser.error(f"--models takes names from {MODELS}; received {unknown or 'none'}")
+        parser.error(
+            f"--models takes names from {MODELS}; received {unknown or 'none'}"
+        )
     if not 0.0 <= args.dropout < 1.0:
         parser.error(f"--dropout must be in [0, 1); received {args.dropout}")
     if not 0.0 < args.heldout_fraction < 1.0:
-        parser.error(f"--heldout-fraction must be in (0, 1); received {args.heldout_fraction}")
+        parser.error(
+            f"--heldout-fraction must be in (0, 1); received {args.heldout_fraction}"
+        )
     if not 0.0 <= args.warmup_fraction < 1.0:
-        parser.error(f"--warmup-fraction must be in [0, 1); received {args.warmup_fraction}")
+        parser.error(
+            f"--warmup-fraction must be in [0, 1); received {args.warmup_fraction}"
+        )
     if args.quick:
         args.seeds, args.steps, args.eval_every = 1, 2, 2
         args.batch_size, args.sequence_length, args.vocabulary_size = 8, 32, 300
         args.hidden_dim, args.bert_layers, args.bert_heads = 32, 1, 2
         args.gmlp_layers, args.attention_dim = 1, 8
     if args.sequence_length < 8:
-        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
+        parser.error(
+            f"--sequence-length must be at least 8; received {args.sequence_length}"
+        )
     if args.hidden_dim % args.bert_heads:
-        parser.error(f"--hidden-dim ({args.hidden_dim}) must be a multiple of --bert-heads ({args.bert_heads})")
+        parser.error(
+            f"--hidden-dim ({args.hidden_dim}) must be a multiple of --bert-heads ({args.bert_heads})"
+        )
     output_dir = pathlib.Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"--output-dir {output_dir} exists and is not a directory")
@@ -148,7 +189,9 @@ def mask_batch(token_ids, rng, num_slots, mask_id, vocabulary_size):
     (0 for the slots a row leaves unused)."""
     from keras_gmlp.utils import text_corpus
 
-    x, labels = text_corpus.mask_tokens(token_ids, rng, num_slots, mask_id, vocabulary_size)
+    x, labels = text_corpus.mask_tokens(
+        token_ids, rng, num_slots, mask_id, vocabulary_size
+    )
     return x, labels, (labels > 0).astype("float32")
 
 
@@ -161,7 +204,9 @@ def prepare_data(args):
 
     documents = load_documents(args.quick)
     # A fixed split by document (not by sequence), the same for every run.
-    train_names, heldout_names = text_corpus.split_names(documents, args.heldout_fraction)
+    train_names, heldout_names = text_corpus.split_names(
+        documents, args.heldout_fraction
+    )
     train_texts = [documents[name] for name in train_names]
     with tempfile.TemporaryDirectory() as folder:
         # The trainer streams files line by line, which is faster than a
@@ -178,9 +223,14 @@ def prepare_data(args):
         token_lists = tokenizer(tf.constant([documents[name] for name in names]))
         return [np.asarray(tokens, dtype="int32") for tokens in token_lists]
 
-    ids = {token: tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[MASK]")}
+    ids = {
+        token: tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[MASK]")
+    }
     pack = lambda names: text_corpus.pack_windows(  # noqa: E731
-        tokenize(names), args.sequence_length, ids["[CLS]"], ids["[SEP]"],
+        tokenize(names),
+        args.sequence_length,
+        ids["[CLS]"],
+        ids["[SEP]"],
         end_every_window=True,
     )
     train, heldout = pack(train_names), pack(heldout_names)
@@ -202,7 +252,9 @@ def unigram_perplexity(data, heldout_labels):
     from keras_gmlp.utils import text_corpus
 
     perplexity, _ = text_corpus.unigram_perplexity(
-        data["train"], heldout_labels, data["tokenizer"].vocabulary_size(),
+        data["train"],
+        heldout_labels,
+        data["tokenizer"].vocabulary_size(),
         text_corpus.FIRST_WORD_ID,
     )
     return perplexity
@@ -317,28 +369,45 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
         num_steps = min(args.eval_every, args.steps - first_step)
         rows = rng.integers(0, len(data["train"]), size=num_steps * args.batch_size)
         x, y, weights = mask_batch(
-            data["train"][rows], rng, data["num_slots"], data["mask_id"], vocabulary_size,
+            data["train"][rows],
+            rng,
+            data["num_slots"],
+            data["mask_id"],
+            vocabulary_size,
         )
         history = model.fit(
-            x, y, sample_weight=weights, batch_size=args.batch_size,
-            epochs=1, shuffle=False, verbose=0,
+            x,
+            y,
+            sample_weight=weights,
+            batch_size=args.batch_size,
+            epochs=1,
+            shuffle=False,
+            verbose=0,
         )
         scores = model.evaluate(
-            heldout[0], heldout[1], sample_weight=heldout[2],
-            batch_size=4 * args.batch_size, verbose=0, return_dict=True,
+            heldout[0],
+            heldout[1],
+            sample_weight=heldout[2],
+            batch_size=4 * args.batch_size,
+            verbose=0,
+            return_dict=True,
         )
-        curve.append({
-            "step": first_step + num_steps,
-            "train_loss": float(history.history["loss"][-1]),
-            "train_perplexity": float(history.history["masked_lm_perplexity"][-1]),
-            "heldout_perplexity": float(scores["masked_lm_perplexity"]),
-            "heldout_accuracy": float(scores["masked_lm_accuracy"]),
-            "seconds": time.perf_counter() - started,
-        })
-        print(f"  {name} seed {seed} step {curve[-1]['step']:5d}: held-out "
-              f"perplexity {curve[-1]['heldout_perplexity']:8.2f}, accuracy "
-              f"{curve[-1]['heldout_accuracy']:.3f} ({curve[-1]['seconds']:.0f} s)",
-              flush=True)
+        curve.append(
+            {
+                "step": first_step + num_steps,
+                "train_loss": float(history.history["loss"][-1]),
+                "train_perplexity": float(history.history["masked_lm_perplexity"][-1]),
+                "heldout_perplexity": float(scores["masked_lm_perplexity"]),
+                "heldout_accuracy": float(scores["masked_lm_accuracy"]),
+                "seconds": time.perf_counter() - started,
+            }
+        )
+        print(
+            f"  {name} seed {seed} step {curve[-1]['step']:5d}: held-out "
+            f"perplexity {curve[-1]['heldout_perplexity']:8.2f}, accuracy "
+            f"{curve[-1]['heldout_accuracy']:.3f} ({curve[-1]['seconds']:.0f} s)",
+            flush=True,
+        )
     return curve
 
 
@@ -346,8 +415,11 @@ def last_fifth_gain(curve):
     """Relative perplexity improvement over the last fifth of training."""
     steps = [point["step"] for point in curve]
     start = steps[-1] - (steps[-1] // 5)
-    before = min((point for point in curve if point["step"] <= start),
-                 key=lambda point: start - point["step"], default=curve[0])
+    before = min(
+        (point for point in curve if point["step"] <= start),
+        key=lambda point: start - point["step"],
+        default=curve[0],
+    )
     final = curve[-1]["heldout_perplexity"]
     return (before["heldout_perplexity"] - final) / before["heldout_perplexity"]
 
@@ -358,7 +430,9 @@ def last_fifth_gain(curve):
 def write_atomically(path, write):
     """Writes through `write(temporary_path)`, then renames into place."""
     path = pathlib.Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    handle, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix
+    )
     os.close(handle)
     try:
         write(temporary)
@@ -391,7 +465,9 @@ def summarise(results, args):
             "last_fifth_gains": gains,
             "max_last_fifth_gain": max(gains),
             "levelled_off": all(gain < 0.02 for gain in gains),
-            "seconds_per_run": statistics.median(run["curve"][-1]["seconds"] for run in runs),
+            "seconds_per_run": statistics.median(
+                run["curve"][-1]["seconds"] for run in runs
+            ),
         }
     return summary
 
@@ -428,12 +504,16 @@ def plot(results, args, path):
     for name in args.models:
         runs = results["runs"][name]
         steps = [point["step"] for point in runs[0]["curve"]]
-        values = np.array([[point["heldout_perplexity"] for point in run["curve"]] for run in runs])
+        values = np.array(
+            [[point["heldout_perplexity"] for point in run["curve"]] for run in runs]
+        )
         model = results["models"][name]
         label = f"{LABELS[name]} ({model['non_embedding_params'] / 1e3:.0f}k non-emb.)"
         axis.plot(steps, np.median(values, axis=0), label=label)
         axis.fill_between(steps, values.min(axis=0), values.max(axis=0), alpha=0.25)
-    axis.axhline(results["unigram_perplexity"], color="gray", linestyle=":", label="unigram")
+    axis.axhline(
+        results["unigram_perplexity"], color="gray", linestyle=":", label="unigram"
+    )
     axis.set_yscale("log")
     # Labels at 1, 2 and 5 per decade, as plain numbers: matplotlib's default
     # for a log axis that spans one or two decades is "2x10^1".
@@ -443,8 +523,7 @@ def plot(results, args, path):
     axis.set_xlabel("training step")
     axis.set_ylabel("held-out masked-token perplexity")
     num_seeds = len(results["runs"][args.models[0]])
-    axis.set_title(f"MLM at equal size, {num_seeds} seeds "
-                   "(median, min-max band)")
+    axis.set_title(f"MLM at equal size, {num_seeds} seeds (median, min-max band)")
     axis.legend()
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
@@ -455,15 +534,27 @@ def plot(results, args, path):
 def write_outputs(results, args):
     output_dir = pathlib.Path(args.output_dir)
     write_text(output_dir / f"{BASENAME}.json", json.dumps(results, indent=1))
-    rows = ["model,seed,step,train_loss,train_perplexity,heldout_perplexity,heldout_accuracy,seconds"]
+    rows = [
+        "model,seed,step,train_loss,train_perplexity,heldout_perplexity,heldout_accuracy,seconds"
+    ]
     for name, runs in results["runs"].items():
         for run in runs:
             for point in run["curve"]:
-                rows.append(",".join(str(value) for value in (
-                    name, run["seed"], point["step"], point["train_loss"],
-                    point["train_perplexity"], point["heldout_perplexity"],
-                    point["heldout_accuracy"], round(point["seconds"], 2),
-                )))
+                rows.append(
+                    ",".join(
+                        str(value)
+                        for value in (
+                            name,
+                            run["seed"],
+                            point["step"],
+                            point["train_loss"],
+                            point["train_perplexity"],
+                            point["heldout_perplexity"],
+                            point["heldout_accuracy"],
+                            round(point["seconds"], 2),
+                        )
+                    )
+                )
     write_text(output_dir / f"{BASENAME}.csv", "\n".join(rows) + "\n")
     write_text(output_dir / f"{BASENAME}.md", table(results, args) + "\n")
     plot(results, args, output_dir / f"{BASENAME}.png")
@@ -479,16 +570,20 @@ def merge(args):
         try:
             parts.append(json.loads(pathlib.Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as error:
-            raise SystemExit(f"--merge: cannot read {path}: {error}")
+            raise SystemExit(f"--merge: cannot read {path}: {error}") from None
     first = parts[0]
     shared = lambda part: (  # noqa: E731
         {k: v for k, v in part["config"].items() if k not in own},
-        part["backend"], part["corpus"], part["models"],
+        part["backend"],
+        part["corpus"],
+        part["models"],
     )
     for path, part in zip(args.merge[1:], parts[1:]):
         if shared(part) != shared(first):
-            raise SystemExit(f"--merge: {path} has another configuration, corpus "
-                             f"or models than {args.merge[0]}")
+            raise SystemExit(
+                f"--merge: {path} has another configuration, corpus "
+                f"or models than {args.merge[0]}"
+            )
     # The seeds that finished: a stopped process lists seeds it never ran.
     seeds = [run["seed"] for part in parts for run in next(iter(part["runs"].values()))]
     if len(set(seeds)) != len(seeds):
@@ -502,19 +597,29 @@ def merge(args):
     results["process_seconds"] = [part["seconds"] for part in parts]
     results["seconds"] = sum(results["process_seconds"])
     results["runs"] = {
-        name: sorted((run for part in parts for run in part["runs"][name]),
-                     key=lambda run: run["seed"])
+        name: sorted(
+            (run for part in parts for run in part["runs"][name]),
+            key=lambda run: run["seed"],
+        )
         for name in first["runs"]
     }
-    merged_args = argparse.Namespace(**{**first["config"], "output_dir": args.output_dir})
+    merged_args = argparse.Namespace(
+        **{**first["config"], "output_dir": args.output_dir}
+    )
     merged_args.models = list(first["runs"])
-    results["config"] = {**first["config"], "seeds": len(seeds), "first_seed": min(seeds)}
+    results["config"] = {
+        **first["config"],
+        "seeds": len(seeds),
+        "first_seed": min(seeds),
+    }
     results["summary"] = summarise(results, merged_args)
     write_outputs(results, merged_args)
     print(table(results, merged_args))
-    print(f"{len(seeds)} seeds from {len(parts)} processes: "
-          f"{results['seconds'] / 60:.1f} min in all, the longest "
-          f"{max(results['process_seconds']) / 60:.1f} min; outputs in {args.output_dir}")
+    print(
+        f"{len(seeds)} seeds from {len(parts)} processes: "
+        f"{results['seconds'] / 60:.1f} min in all, the longest "
+        f"{max(results['process_seconds']) / 60:.1f} min; outputs in {args.output_dir}"
+    )
 
 
 def main(argv=None):
@@ -532,15 +637,20 @@ def main(argv=None):
     data = prepare_data(args)
     vocabulary_size = data["tokenizer"].vocabulary_size()
     heldout = mask_batch(
-        data["heldout"], np.random.default_rng(12345), data["num_slots"],
-        data["mask_id"], vocabulary_size,
+        data["heldout"],
+        np.random.default_rng(12345),
+        data["num_slots"],
+        data["mask_id"],
+        vocabulary_size,
     )
     bert_counts = build_backbone("bert", args, vocabulary_size)[1]
     dims = matched_intermediate_dims(args, vocabulary_size, bert_counts[1])
     results = {
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
         "backend": keras.backend.backend(),
-        "config": {key: value for key, value in vars(args).items() if key != "output_dir"},
+        "config": {
+            key: value for key, value in vars(args).items() if key != "output_dir"
+        },
         "seeds": list(range(args.first_seed, args.first_seed + args.seeds)),
         "corpus": {
             "train_documents": data["train_documents"],
@@ -555,8 +665,11 @@ def main(argv=None):
         "runs": {name: [] for name in args.models},
     }
     for name in args.models:
-        counts = bert_counts if name == "bert" else build_backbone(
-            name, args, vocabulary_size, dims[name])[1]
+        counts = (
+            bert_counts
+            if name == "bert"
+            else build_backbone(name, args, vocabulary_size, dims[name])[1]
+        )
         results["models"][name] = {
             "num_layers": args.bert_layers if name == "bert" else args.gmlp_layers,
             "intermediate_dim": 4 * args.hidden_dim if name == "bert" else dims[name],
@@ -565,11 +678,21 @@ def main(argv=None):
             "relative_to_bert": counts[1] / bert_counts[1] - 1,
         }
         if abs(counts[1] / bert_counts[1] - 1) > 0.03 and not args.quick:
-            raise SystemExit(f"{name} has {counts[1]:,} non-embedding parameters, "
-                             f"more than 3% away from BERT's {bert_counts[1]:,}")
-    print(json.dumps({"corpus": results["corpus"], "models": results["models"],
-                      "unigram_perplexity": results["unigram_perplexity"]}, indent=1),
-          flush=True)
+            raise SystemExit(
+                f"{name} has {counts[1]:,} non-embedding parameters, "
+                f"more than 3% away from BERT's {bert_counts[1]:,}"
+            )
+    print(
+        json.dumps(
+            {
+                "corpus": results["corpus"],
+                "models": results["models"],
+                "unigram_perplexity": results["unigram_perplexity"],
+            },
+            indent=1,
+        ),
+        flush=True,
+    )
     for seed in results["seeds"]:
         for name in args.models:
             curve = train_one(name, seed, args, data, heldout, dims.get(name))

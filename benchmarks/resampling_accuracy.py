@@ -41,9 +41,15 @@ def main():
         return keras.ops.convert_to_numpy(resized)
 
     def build(size):
-        return gMLP(num_blocks=2, hidden_dim=32, intermediate_dim=64,
-                    patch_size=2, input_shape=(size, size, 1), classes=10,
-                    classifier_activation=None)
+        return gMLP(
+            num_blocks=2,
+            hidden_dim=32,
+            intermediate_dim=64,
+            patch_size=2,
+            input_shape=(size, size, 1),
+            classes=10,
+            classifier_activation=None,
+        )
 
     def evaluate(model, x):
         predictions = model.predict(x, verbose=0).argmax(-1)
@@ -54,7 +60,9 @@ def main():
         keras.optimizers.Adam(3e-3),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    model.fit(at(16)[train], labels[train], epochs=args.epochs, batch_size=64, verbose=0)
+    model.fit(
+        at(16)[train], labels[train], epochs=args.epochs, batch_size=64, verbose=0
+    )
     accuracy, native = evaluate(model, at(16)[test])
     print(f"16x16 (8x8 tokens, trained): accuracy {accuracy:.3f}")
     state = timm_state_dict(model)

@@ -46,21 +46,35 @@ LABELS = {
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output-dir", required=True)
-    parser.add_argument("--backend", choices=["jax", "tensorflow", "torch"],
-                        default=os.environ.get("KERAS_BACKEND", "jax"))
+    parser.add_argument(
+        "--backend",
+        choices=["jax", "tensorflow", "torch"],
+        default=os.environ.get("KERAS_BACKEND", "jax"),
+    )
     parser.add_argument("--lengths", default="128,256,512,1024,2048,4096")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--hidden-dim", type=int, default=256)
-    parser.add_argument("--gmlp-intermediate-dim", type=int, default=1536,
-                        help="d_ffn of the gMLP and aMLP blocks (gMLP-S: 6 x d)")
-    parser.add_argument("--transformer-intermediate-dim", type=int, default=1024,
-                        help="the Transformer's feed-forward width (4 x d)")
+    parser.add_argument(
+        "--gmlp-intermediate-dim",
+        type=int,
+        default=1536,
+        help="d_ffn of the gMLP and aMLP blocks (gMLP-S: 6 x d)",
+    )
+    parser.add_argument(
+        "--transformer-intermediate-dim",
+        type=int,
+        default=1024,
+        help="the Transformer's feed-forward width (4 x d)",
+    )
     parser.add_argument("--num-heads", type=int, default=4)
     parser.add_argument("--attention-dim", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny blocks at two short lengths: checks the harness")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny blocks at two short lengths: checks the harness",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -70,7 +84,9 @@ def parse_args(argv=None):
     try:
         args.length_list = [int(n) for n in args.lengths.split(",")]
     except ValueError:
-        parser.error(f"--lengths must be comma-separated integers, got {args.lengths!r}")
+        parser.error(
+            f"--lengths must be comma-separated integers, got {args.lengths!r}"
+        )
     args.model_list = args.models.split(",")
     unknown = sorted(set(args.model_list) - set(MODELS))
     if unknown:
@@ -121,7 +137,9 @@ def run_worker(args):
         jit_compile=keras.backend.backend() != "torch",
     )
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((args.batch_size, length, args.hidden_dim)).astype("float32")
+    x = rng.standard_normal((args.batch_size, length, args.hidden_dim)).astype(
+        "float32"
+    )
     y = rng.standard_normal(x.shape).astype("float32")
     model.train_on_batch(x, y)  # compiles
     times = []
@@ -129,24 +147,36 @@ def run_worker(args):
         start = time.perf_counter()
         model.train_on_batch(x, y)
         times.append(time.perf_counter() - start)
-    print(json.dumps({
-        "model": model_name,
-        "length": length,
-        "parameters": model.count_params(),
-        "seconds": statistics.median(times),
-        "process_peak_mib": resident_kib("VmHWM") / 1024,
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "model": model_name,
+                "length": length,
+                "parameters": model.count_params(),
+                "seconds": statistics.median(times),
+                "process_peak_mib": resident_kib("VmHWM") / 1024,
+            }
+        ),
+        flush=True,
+    )
 
 
 def run_in_worker(args, model_name, length):
-    command = [sys.executable, os.path.abspath(__file__),
-               "--output-dir", args.output_dir,
-               "--worker", f"{model_name}:{length}"] + forwarded_flags(args)
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--output-dir",
+        args.output_dir,
+        "--worker",
+        f"{model_name}:{length}",
+    ] + forwarded_flags(args)
     env = dict(os.environ, KERAS_BACKEND=args.backend)
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
-        raise SystemExit(f"{model_name} at length {length} failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"{model_name} at length {length} failed:\n{done.stderr[-3000:]}"
+        )
     return json.loads(lines[-1])
 
 
@@ -160,27 +190,41 @@ def measure(args):
         for model_name in args.model_list:
             row = run_in_worker(args, model_name, length)
             row["peak_mib"] = row["process_peak_mib"] - baselines[model_name]
-            print(f"{LABELS[model_name]:<31} length {length:>5}: "
-                  f"{row['seconds'] * 1000:9.1f} ms, {row['peak_mib']:8.1f} MiB",
-                  flush=True)
+            print(
+                f"{LABELS[model_name]:<31} length {length:>5}: "
+                f"{row['seconds'] * 1000:9.1f} ms, {row['peak_mib']:8.1f} MiB",
+                flush=True,
+            )
             results.append(row)
     return results
 
 
 def forwarded_flags(args):
-    flags = ["--batch-size", args.batch_size, "--hidden-dim", args.hidden_dim,
-             "--gmlp-intermediate-dim", args.gmlp_intermediate_dim,
-             "--transformer-intermediate-dim", args.transformer_intermediate_dim,
-             "--num-heads", args.num_heads, "--attention-dim", args.attention_dim,
-             "--repeats", args.repeats]
+    flags = [
+        "--batch-size",
+        args.batch_size,
+        "--hidden-dim",
+        args.hidden_dim,
+        "--gmlp-intermediate-dim",
+        args.gmlp_intermediate_dim,
+        "--transformer-intermediate-dim",
+        args.transformer_intermediate_dim,
+        "--num-heads",
+        args.num_heads,
+        "--attention-dim",
+        args.attention_dim,
+        "--repeats",
+        args.repeats,
+    ]
     return [str(flag) for flag in flags]
 
 
 def table(results, args):
     rows = {(r["model"], r["length"]): r for r in results}
     lines = [
-        "| length | " + " | ".join(
-            f"{LABELS[m]} ms | {LABELS[m]} MiB" for m in args.model_list) + " |",
+        "| length | "
+        + " | ".join(f"{LABELS[m]} ms | {LABELS[m]} MiB" for m in args.model_list)
+        + " |",
         "|---" * (1 + 2 * len(args.model_list)) + "|",
     ]
     for length in args.length_list:
@@ -200,15 +244,20 @@ def plot(results, args, path):
 
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
     for model_name in args.model_list:
-        rows = sorted((r for r in results if r["model"] == model_name),
-                      key=lambda r: r["length"])
+        rows = sorted(
+            (r for r in results if r["model"] == model_name), key=lambda r: r["length"]
+        )
         lengths = [r["length"] for r in rows]
-        time_axis.plot(lengths, [r["seconds"] * 1000 for r in rows], "o-",
-                       label=LABELS[model_name])
-        memory_axis.plot(lengths, [r["peak_mib"] for r in rows], "o-",
-                         label=LABELS[model_name])
-    for axis, label in ((time_axis, "forward + backward + update, ms"),
-                        (memory_axis, "peak memory, MiB")):
+        time_axis.plot(
+            lengths, [r["seconds"] * 1000 for r in rows], "o-", label=LABELS[model_name]
+        )
+        memory_axis.plot(
+            lengths, [r["peak_mib"] for r in rows], "o-", label=LABELS[model_name]
+        )
+    for axis, label in (
+        (time_axis, "forward + backward + update, ms"),
+        (memory_axis, "peak memory, MiB"),
+    ):
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_xlabel("sequence length")
@@ -234,10 +283,16 @@ def main(argv=None):
     results = measure(args)
     markdown = table(results, args)
     print("\n" + markdown)
-    summary = {"command": sys.argv, "backend": args.backend,
-               "config": {k: v for k, v in vars(args).items()
-                          if k not in ("worker", "length_list", "model_list")},
-               "results": results}
+    summary = {
+        "command": sys.argv,
+        "backend": args.backend,
+        "config": {
+            k: v
+            for k, v in vars(args).items()
+            if k not in ("worker", "length_list", "model_list")
+        },
+        "results": results,
+    }
     write_text(output_dir / "sequence_length.json", json.dumps(summary, indent=1))
     write_text(output_dir / "sequence_length.md", markdown)
     plot(results, args, output_dir / "sequence_length.png")

@@ -61,7 +61,9 @@ TEXT_MODELS = {
     "amlp_base": dict(
         kind="gmlp", num_blocks=36, hidden_dim=512, mlp_dim=3072, attention_dim=64
     ),
-    "bert_base": dict(kind="bert", num_blocks=12, hidden_dim=768, mlp_dim=3072, heads=12),
+    "bert_base": dict(
+        kind="bert", num_blocks=12, hidden_dim=768, mlp_dim=3072, heads=12
+    ),
 }
 VOCABULARY_SIZE = 30522
 
@@ -183,7 +185,6 @@ class KerasWorker:
         )
 
     def _text_model(self, spec):
-        keras = self.keras
         config, length = spec["config"], spec["length"]
         if config["kind"] == "bert":
             import keras_hub
@@ -313,7 +314,7 @@ class Worker:
     def receive(self):
         for line in self.process.stdout:
             if line.startswith(RESPONSE):
-                return json.loads(line[len(RESPONSE):])
+                return json.loads(line[len(RESPONSE) :])
         self.alive = False
         return {"error": "worker exited"}
 
@@ -348,13 +349,21 @@ def start_workers(args):
     workers = []
     for backend in args.backends:
         workers.append(
-            Worker(f"keras-{backend}", sys.executable, "keras",
-                   dict(env, KERAS_BACKEND=backend))
+            Worker(
+                f"keras-{backend}",
+                sys.executable,
+                "keras",
+                dict(env, KERAS_BACKEND=backend),
+            )
         )
     if args.torch_compile and "torch" in args.backends:
         workers.append(
-            Worker("keras-torch-compile", sys.executable, "keras-compile",
-                   dict(env, KERAS_BACKEND="torch"))
+            Worker(
+                "keras-torch-compile",
+                sys.executable,
+                "keras-compile",
+                dict(env, KERAS_BACKEND="torch"),
+            )
         )
     timm_python = args.timm_python or sys.executable
     if not args.no_timm and "image" in args.tasks and timm_available(timm_python):
@@ -392,8 +401,10 @@ def time_group(workers, jobs, warmup, repeats):
 
 
 def format_table(rows, columns):
-    widths = [max(len(str(row[c])) for row in rows + [dict(zip(columns, columns))])
-              for c in columns]
+    widths = [
+        max(len(str(row[c])) for row in rows + [dict(zip(columns, columns))])
+        for c in columns
+    ]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(columns, widths))]
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
@@ -431,9 +442,14 @@ def run_images(args, workers, peak, rows):
             for batch in args.batch_sizes:
                 for mode in args.modes:
                     spec = dict(
-                        task="image", model=model, config=config,
-                        timm_name=f"{model}_224", image_size=args.image_size,
-                        batch_size=batch, precision=precision, mode=mode,
+                        task="image",
+                        model=model,
+                        config=config,
+                        timm_name=f"{model}_224",
+                        image_size=args.image_size,
+                        batch_size=batch,
+                        precision=precision,
+                        mode=mode,
                     )
                     jobs = [(w, spec) for w in workers]
                     results = time_group(workers, jobs, args.warmup, args.repeats)
@@ -445,12 +461,24 @@ def run_images(args, workers, peak, rows):
                         speeds[worker.name] = speed
                         speeds[worker.name + "!"] = error
                     for worker in workers:
-                        add_row(rows, dict(
-                            task="image", model=model, batch=batch,
-                            precision=precision, mode=mode, impl=worker.name,
-                            unit="img/s",
-                        ), speeds[worker.name], speeds[worker.name + "!"],
-                            speeds.get("timm"), flops, peak, digits=2)
+                        add_row(
+                            rows,
+                            dict(
+                                task="image",
+                                model=model,
+                                batch=batch,
+                                precision=precision,
+                                mode=mode,
+                                impl=worker.name,
+                                unit="img/s",
+                            ),
+                            speeds[worker.name],
+                            speeds[worker.name + "!"],
+                            speeds.get("timm"),
+                            flops,
+                            peak,
+                            digits=2,
+                        )
     return keras_workers
 
 
@@ -462,11 +490,20 @@ def run_text(args, workers, peak, rows):
             for worker in keras_workers:
                 for model, config in TEXT_MODELS.items():
                     config = quick_size(config) if args.quick else config
-                    jobs.append((worker, dict(
-                        task="text", model=model, config=config, length=length,
-                        batch_size=args.text_batch_size, precision=precision,
-                        mode="infer",
-                    )))
+                    jobs.append(
+                        (
+                            worker,
+                            dict(
+                                task="text",
+                                model=model,
+                                config=config,
+                                length=length,
+                                batch_size=args.text_batch_size,
+                                precision=precision,
+                                mode="infer",
+                            ),
+                        )
+                    )
             results = time_group(workers, jobs, args.warmup, args.repeats)
             speeds = {}
             for index, (worker, spec) in enumerate(jobs):
@@ -478,50 +515,93 @@ def run_text(args, workers, peak, rows):
                 speed, error = speeds[(worker.name, spec["model"])]
                 bert = speeds[(worker.name, "bert_base")][0]
                 flops = text_flops_per_token(spec["config"], length)
-                add_row(rows, dict(
-                    task="text", model=spec["model"], batch=args.text_batch_size,
-                    precision=precision, mode=f"infer-L{length}", impl=worker.name,
-                    unit="tok/s",
-                ), speed, error, bert, flops, peak, digits=0)
+                add_row(
+                    rows,
+                    dict(
+                        task="text",
+                        model=spec["model"],
+                        batch=args.text_batch_size,
+                        precision=precision,
+                        mode=f"infer-L{length}",
+                        impl=worker.name,
+                        unit="tok/s",
+                    ),
+                    speed,
+                    error,
+                    bert,
+                    flops,
+                    peak,
+                    digits=0,
+                )
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", choices=["keras", "keras-compile", "timm", "timm-compile"],
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: two-block models at 64x64, batch 2, "
-                        "length 32, one warm-up and one timed step")
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS),
-                        choices=BACKENDS)
-    parser.add_argument("--tasks", nargs="+", default=["image", "text"],
-                        choices=["image", "text"])
-    parser.add_argument("--models", nargs="+", default=list(IMAGE_MODELS),
-                        choices=list(IMAGE_MODELS))
+    parser.add_argument(
+        "--worker",
+        choices=["keras", "keras-compile", "timm", "timm-compile"],
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: two-block models at 64x64, batch 2, "
+        "length 32, one warm-up and one timed step",
+    )
+    parser.add_argument(
+        "--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS
+    )
+    parser.add_argument(
+        "--tasks", nargs="+", default=["image", "text"], choices=["image", "text"]
+    )
+    parser.add_argument(
+        "--models", nargs="+", default=list(IMAGE_MODELS), choices=list(IMAGE_MODELS)
+    )
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[8, 32])
-    parser.add_argument("--precisions", nargs="+", default=["float32", "bfloat16"],
-                        choices=list(PRECISIONS))
-    parser.add_argument("--modes", nargs="+", default=["infer", "train"],
-                        choices=["infer", "train"])
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["float32", "bfloat16"],
+        choices=list(PRECISIONS),
+    )
+    parser.add_argument(
+        "--modes", nargs="+", default=["infer", "train"], choices=["infer", "train"]
+    )
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--lengths", nargs="+", type=int, default=[128, 512])
     parser.add_argument("--text-batch-size", type=int, default=4)
-    parser.add_argument("--warmup", type=int, default=2,
-                        help="untimed steps per configuration (the first compiles)")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="timed steps per configuration; the table shows the median")
-    parser.add_argument("--timm-python", default=None,
-                        help="interpreter that has timm (default: this one)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="untimed steps per configuration (the first compiles)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="timed steps per configuration; the table shows the median",
+    )
+    parser.add_argument(
+        "--timm-python",
+        default=None,
+        help="interpreter that has timm (default: this one)",
+    )
     parser.add_argument("--no-timm", action="store_true")
-    parser.add_argument("--torch-compile", action="store_true",
-                        help="also time ours on PyTorch with jit_compile=True and timm "
-                        "under torch.compile (slow to compile)")
+    parser.add_argument(
+        "--torch-compile",
+        action="store_true",
+        help="also time ours on PyTorch with jit_compile=True and timm "
+        "under torch.compile (slow to compile)",
+    )
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument(
-        "--keep-freed-memory", action="store_true",
+        "--keep-freed-memory",
+        action="store_true",
         help="run every worker, timm included, with glibc set to keep freed "
         "memory mapped (the environment form of "
-        "keras_gmlp.host_memory.keep_freed_host_memory())")
+        "keras_gmlp.host_memory.keep_freed_host_memory())",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.models = ["gmlp_s16", "mixer_b16"]
@@ -541,8 +621,11 @@ def main(argv=None):
         size = 512 if args.quick else 2048
         peaks = [w.ask(cmd="peak", size=size).get("gflops", 0) for w in workers]
         peak = max(peaks)
-        print("matmul peak (GFLOP/s, float32 %d^3): %s" % (size, ", ".join(
-            f"{w.name} {p:.0f}" for w, p in zip(workers, peaks))), flush=True)
+        print(
+            f"matmul peak (GFLOP/s, float32 {size}^3): "
+            + ", ".join(f"{w.name} {p:.0f}" for w, p in zip(workers, peaks)),
+            flush=True,
+        )
         rows = []
         if "image" in args.tasks:
             run_images(args, workers, peak, rows)
@@ -552,11 +635,16 @@ def main(argv=None):
         for worker in workers:
             worker.close()
     print()
-    print(f"Median of {args.repeats} timed steps after {args.warmup} warm-up; "
-          "ratio: images vs timm eager, text vs BERT-base on the same backend; "
-          f"roofline: model FLOPs x throughput / {peak:.0f} GFLOP/s"
-          + ("; every worker kept freed memory (--keep-freed-memory)."
-             if args.keep_freed_memory else "."))
+    print(
+        f"Median of {args.repeats} timed steps after {args.warmup} warm-up; "
+        "ratio: images vs timm eager, text vs BERT-base on the same backend; "
+        f"roofline: model FLOPs x throughput / {peak:.0f} GFLOP/s"
+        + (
+            "; every worker kept freed memory (--keep-freed-memory)."
+            if args.keep_freed_memory
+            else "."
+        )
+    )
     print(format_table(rows, list(rows[0])) if rows else "no results")
     if args.json:
         with open(args.json, "w") as file:

@@ -25,10 +25,15 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="tensorflow,jax,torch")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=6,
-                        help="timed steps per measurement (after 2 untimed)")
-    parser.add_argument("--timm-python", default=sys.executable,
-                        help="an interpreter that imports timm")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=6,
+        help="timed steps per measurement (after 2 untimed)",
+    )
+    parser.add_argument(
+        "--timm-python", default=sys.executable, help="an interpreter that imports timm"
+    )
     parser.add_argument("--worker", choices=["keras", "timm"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -60,7 +65,8 @@ def keras_worker(args):
         loss="sparse_categorical_crossentropy",
     )
     images = {
-        "predict_on_batch": batch / timed(lambda: model.predict_on_batch(x), args.steps),
+        "predict_on_batch": batch
+        / timed(lambda: model.predict_on_batch(x), args.steps),
         "train_on_batch": batch / timed(lambda: model.train_on_batch(x, y), args.steps),
     }
     xs = np.concatenate([x] * args.steps)
@@ -119,28 +125,45 @@ def main(argv=None):
         return
     here = os.path.abspath(__file__)
     flags = ["--batch-size", str(args.batch_size), "--steps", str(args.steps)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(here)), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(os.path.dirname(here)), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
     timm_command = [args.timm_python, here, *flags, "--worker", "timm"]
     timm_runs = [run(timm_command, env)]
     ours = {}
     for backend in args.backends.split(","):
-        ours[backend] = run([sys.executable, here, *flags, "--worker", "keras"],
-                            dict(env, KERAS_BACKEND=backend))
-        print(backend, json.dumps({k: round(v, 2) for k, v in ours[backend].items()}),
-              flush=True)
+        ours[backend] = run(
+            [sys.executable, here, *flags, "--worker", "keras"],
+            dict(env, KERAS_BACKEND=backend),
+        )
+        print(
+            backend,
+            json.dumps({k: round(v, 2) for k, v in ours[backend].items()}),
+            flush=True,
+        )
     timm_runs.append(run(timm_command, env))
     timm = {k: statistics.mean(r[k] for r in timm_runs) for k in ("infer", "train")}
-    print(f"\ntimm eager img/s: inference {timm['infer']:.2f} "
-          f"({timm_runs[0]['infer']:.2f} before, {timm_runs[1]['infer']:.2f} after), "
-          f"training {timm['train']:.2f} "
-          f"({timm_runs[0]['train']:.2f} before, {timm_runs[1]['train']:.2f} after)")
-    print(f"\n| backend | predict_on_batch | predict | train_on_batch | fit |")
+    print(
+        f"\ntimm eager img/s: inference {timm['infer']:.2f} "
+        f"({timm_runs[0]['infer']:.2f} before, {timm_runs[1]['infer']:.2f} after), "
+        f"training {timm['train']:.2f} "
+        f"({timm_runs[0]['train']:.2f} before, {timm_runs[1]['train']:.2f} after)"
+    )
+    print("\n| backend | predict_on_batch | predict | train_on_batch | fit |")
     print("|---|---|---|---|---|")
     for backend, images in ours.items():
-        cells = [f"{images[k]:.2f} ({images[k] / timm[ref]:.2f}x)" for k, ref in (
-            ("predict_on_batch", "infer"), ("predict", "infer"),
-            ("train_on_batch", "train"), ("fit", "train"))]
+        cells = [
+            f"{images[k]:.2f} ({images[k] / timm[ref]:.2f}x)"
+            for k, ref in (
+                ("predict_on_batch", "infer"),
+                ("predict", "infer"),
+                ("train_on_batch", "train"),
+                ("fit", "train"),
+            )
+        ]
         print(f"| {backend} | " + " | ".join(cells) + " |")
 
 

@@ -36,10 +36,11 @@ import tempfile
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
+from pydoc_data import topics
+
 import keras
 import numpy as np
 import tensorflow as tf
-from pydoc_data import topics
 
 from keras_gmlp import models
 

@@ -34,11 +34,12 @@ import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
+from pydoc_data import topics
+
 import keras
 import keras_hub
 import numpy as np
 from keras import ops
-from pydoc_data import topics
 
 from keras_gmlp import models
 

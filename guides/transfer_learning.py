@@ -42,9 +42,12 @@ import tempfile
 import keras
 import numpy as np
 from safetensors.numpy import save_file
-from sklearn.datasets import load_digits, load_sample_images
+from sklearn.datasets import load_digits
+from sklearn.datasets import load_sample_images
 
-from keras_gmlp.applications import decode_predictions, gMLPS, timm_state_dict
+from keras_gmlp.applications import decode_predictions
+from keras_gmlp.applications import gMLPS
+from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP
 
 FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
@@ -158,8 +161,11 @@ def load_new_task():
                 with_info=True,
             )
             CLASS_NAMES[:] = info.features["label"].names
-            resize = lambda x, y: (tf.image.resize(x, (TARGET_SIZE,) * 2), y)
-            flowers = flowers.map(resize).batch(BATCH_SIZE).prefetch(2)
+            flowers = (
+                flowers.map(lambda x, y: (tf.image.resize(x, (TARGET_SIZE,) * 2), y))
+                .batch(BATCH_SIZE)
+                .prefetch(2)
+            )
             return flowers.skip(20), flowers.take(20)
         except Exception as error:  # not installed, or not prepared
             print(f"tf_flowers not available ({type(error).__name__}); using digits.")
@@ -206,8 +212,7 @@ classifier.compile(
 fit(classifier, train_data, epochs=3 if FAST else 10)
 frozen_test_accuracy = accuracy(classifier, test_data)
 print(
-    f"Frozen features + new head: test accuracy {frozen_test_accuracy:.3f} "
-    "(chance 0.2)"
+    f"Frozen features + new head: test accuracy {frozen_test_accuracy:.3f} (chance 0.2)"
 )
 
 """

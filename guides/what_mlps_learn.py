@@ -77,7 +77,9 @@ def permute(batch):
     becomes pixel `pixel_order[q]`."""
     n, channels = len(batch), batch.shape[-1]
     patches = batch.reshape(n, GRID, PATCH, GRID, PATCH, channels)
-    patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(n, GRID * GRID, PATCH * PATCH, channels)
+    patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(
+        n, GRID * GRID, PATCH * PATCH, channels
+    )
     patches = patches[:, patch_order][:, :, pixel_order]
     patches = patches.reshape(n, GRID, GRID, PATCH, PATCH, channels)
     return patches.transpose(0, 1, 3, 2, 4, 5).reshape(batch.shape)
@@ -95,22 +97,29 @@ runs start from the same weights and see the batches in the same order.
 
 def mixer():
     return MLPMixer(
-        num_blocks=4, hidden_dim=64, tokens_mlp_dim=32, channels_mlp_dim=128,
-        patch_size=PATCH, input_shape=(16, 16, 3), classes=10,
+        num_blocks=4,
+        hidden_dim=64,
+        tokens_mlp_dim=32,
+        channels_mlp_dim=128,
+        patch_size=PATCH,
+        input_shape=(16, 16, 3),
+        classes=10,
         classifier_activation=None,
     )
 
 
 def cnn():
-    return keras.Sequential([
-        keras.Input((16, 16, 3)),
-        keras.layers.Rescaling(1 / 127.5, offset=-1),
-        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((16, 16, 3)),
+            keras.layers.Rescaling(1 / 127.5, offset=-1),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
 
 
 def test_accuracy(make_model, data, seed):
@@ -133,8 +142,10 @@ for name, make_model in [("mixer", mixer), ("cnn", cnn)]:
             trained[name, data_name], accuracy = test_accuracy(make_model, data, seed)
             results[name, data_name].append(accuracy)
         accuracies = results[name, data_name]
-        print(f"{name:5s} {data_name:8s} test accuracy: "
-              f"{np.mean(accuracies):.3f} (seeds: {', '.join(f'{a:.3f}' for a in accuracies)})")
+        print(
+            f"{name:5s} {data_name:8s} test accuracy: "
+            f"{np.mean(accuracies):.3f} (seeds: {', '.join(f'{a:.3f}' for a in accuracies)})"
+        )
 
 mixer_accuracy = float(np.mean(results["mixer", "original"]))
 mixer_shuffled_accuracy = float(np.mean(results["mixer", "shuffled"]))
@@ -170,7 +181,9 @@ for layer in model.layers:
 permuted_max_difference = float(
     np.abs(keras.ops.convert_to_numpy(model(shuffled[:8])) - reference).max()
 )
-print(f"Largest output difference, permuted weights on shuffled images: {permuted_max_difference:.1e}")
+print(
+    f"Largest output difference, permuted weights on shuffled images: {permuted_max_difference:.1e}"
+)
 
 """
 ## The token-mixing units
@@ -181,7 +194,9 @@ small the units are coarse; trained on ImageNet at 14x14 they show the
 paired, local detectors of the MLP-Mixer paper.
 """
 
-figure = plot_token_mixing_units(trained["mixer", "original"], blocks=[0, 1], units=range(8))
+figure = plot_token_mixing_units(
+    trained["mixer", "original"], blocks=[0, 1], units=range(8)
+)
 figure.savefig(os.path.join(OUTPUT_DIR, "token_mixing_units.png"), dpi=120)
 print("Saved", os.path.join(OUTPUT_DIR, "token_mixing_units.png"))
 
@@ -203,12 +218,14 @@ tokens = sequence_rng.integers(1, VOCABULARY, (2048, LENGTH)).astype("int32")
 targets = np.roll(tokens, 2, axis=1)
 targets[:, :2] = 0
 keras.utils.set_random_seed(0)
-copier = keras.Sequential([
-    keras.Input((LENGTH,), dtype="int32"),
-    keras.layers.Embedding(VOCABULARY, 32),
-    keras_gmlp.layers.gMLPBlock(32, 128, LENGTH, causal=True),
-    keras.layers.Dense(VOCABULARY),
-])
+copier = keras.Sequential(
+    [
+        keras.Input((LENGTH,), dtype="int32"),
+        keras.layers.Embedding(VOCABULARY, 32),
+        keras_gmlp.layers.gMLPBlock(32, 128, LENGTH, causal=True),
+        keras.layers.Dense(VOCABULARY),
+    ]
+)
 initial_toeplitz_score = toeplitz_scores(copier)[0]
 copier.compile(
     optimizer=keras.optimizers.Adam(3e-3),
@@ -216,8 +233,10 @@ copier.compile(
 )
 copier.fit(tokens, targets, batch_size=64, epochs=3 if FAST else 10, verbose=0)
 trained_toeplitz_score = toeplitz_scores(copier)[0]
-print(f"Toeplitz score: {initial_toeplitz_score:.2f} at initialisation, "
-      f"{trained_toeplitz_score:.2f} after training")
+print(
+    f"Toeplitz score: {initial_toeplitz_score:.2f} at initialisation, "
+    f"{trained_toeplitz_score:.2f} after training"
+)
 figure = plot_text_spatial_filters(copier, tokens=[8, 16, 23])
 figure.savefig(os.path.join(OUTPUT_DIR, "spatial_filters.png"), dpi=120)
 

@@ -22,7 +22,14 @@ def gelu(x):
 
 
 def spatial_gating_unit(
-    z, kernel, bias, gamma, beta, eps=1e-5, mask=None, causal=False,
+    z,
+    kernel,
+    bias,
+    gamma,
+    beta,
+    eps=1e-5,
+    mask=None,
+    causal=False,
     attention_output=None,
 ):
     """z: (B, m, 2c); kernel: (h, n, n); bias: (h, n); mask: (B, m) bool."""
@@ -77,13 +84,24 @@ def gmlp_block(x, w, mask=None, causal=False):
     attention_output = None
     if "qkv_kernel" in w:
         attention_output = tiny_attention(
-            x, w["qkv_kernel"], w["attn_out_kernel"], w["attn_out_bias"],
-            mask=mask, causal=causal,
+            x,
+            w["qkv_kernel"],
+            w["attn_out_kernel"],
+            w["attn_out_bias"],
+            mask=mask,
+            causal=causal,
         )
     z = gelu(x @ w["U"] + w["U_bias"])
     z = spatial_gating_unit(
-        z, w["W"], w["b"], w["sgu_gamma"], w["sgu_beta"], 1e-5,
-        mask=mask, causal=causal, attention_output=attention_output,
+        z,
+        w["W"],
+        w["b"],
+        w["sgu_gamma"],
+        w["sgu_beta"],
+        1e-5,
+        mask=mask,
+        causal=causal,
+        attention_output=attention_output,
     )
     return shortcut + z @ w["V"] + w["V_bias"]
 

@@ -50,8 +50,11 @@ def test_add_missing_kwargs_hook_sets_the_backbone_length(tmp_path):
     # not keras-hub's default of 512.
     tokenizer = gMLPTokenizer(vocabulary=VOCABULARY)
     backbone = gMLPBackbone(
-        vocabulary_size=len(VOCABULARY), num_layers=1, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=24,
+        vocabulary_size=len(VOCABULARY),
+        num_layers=1,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=24,
     )
     masked_lm = gMLPMaskedLM(
         backbone, gMLPMaskedLMPreprocessor(tokenizer, sequence_length=24)
@@ -85,7 +88,9 @@ def test_add_special_token_hook_sets_ids_once_the_vocabulary_is_known():
         "start": (tokenizer.start_token, tokenizer.start_token_id),
     }
     assert found == {
-        "pad": ("[PAD]", 0), "mask": ("[MASK]", 4), "start": ("[CLS]", 2)
+        "pad": ("[PAD]", 0),
+        "mask": ("[MASK]", 4),
+        "start": ("[CLS]", 2),
     }, hook_changed("keras_hub.tokenizers.Tokenizer._add_special_token", found)
     assert set(tokenizer.special_tokens) == {"[PAD]", "[CLS]", "[SEP]", "[MASK]"}
 
@@ -103,22 +108,43 @@ UPSTREAM_SRC = re.compile(r"\bkeras(?:_hub)?\.src\b")
 
 def upstream_bases():
     hub_models = (
-        "Backbone", "Task", "Preprocessor", "MaskedLM", "CausalLM",
-        "TextClassifier", "ImageClassifier", "MaskedLMPreprocessor",
-        "CausalLMPreprocessor", "TextClassifierPreprocessor",
+        "Backbone",
+        "Task",
+        "Preprocessor",
+        "MaskedLM",
+        "CausalLM",
+        "TextClassifier",
+        "ImageClassifier",
+        "MaskedLMPreprocessor",
+        "CausalLMPreprocessor",
+        "TextClassifierPreprocessor",
         "ImageClassifierPreprocessor",
     )
     return [
-        keras.Layer, keras.Model, keras.Sequential, keras.Variable,
-        keras.DTypePolicy, keras.callbacks.Callback, keras.metrics.Metric,
-        keras.metrics.SparseCategoricalAccuracy, keras.optimizers.Optimizer,
-        keras.losses.Loss, keras.utils.PyDataset, keras.random.SeedGenerator,
-        keras.initializers.Initializer, keras.layers.Dense,
-        keras.layers.Embedding, keras.layers.LayerNormalization,
-        keras_hub.metrics.Perplexity, keras_hub.tokenizers.Tokenizer,
-        keras_hub.tokenizers.WordPieceTokenizer, keras_hub.layers.ImageConverter,
-        keras_hub.layers.MaskedLMHead, keras_hub.layers.ReversibleEmbedding,
-        keras_hub.layers.MaskedLMMaskGenerator, keras_hub.samplers.Sampler,
+        keras.Layer,
+        keras.Model,
+        keras.Sequential,
+        keras.Variable,
+        keras.DTypePolicy,
+        keras.callbacks.Callback,
+        keras.metrics.Metric,
+        keras.metrics.SparseCategoricalAccuracy,
+        keras.optimizers.Optimizer,
+        keras.losses.Loss,
+        keras.utils.PyDataset,
+        keras.random.SeedGenerator,
+        keras.initializers.Initializer,
+        keras.layers.Dense,
+        keras.layers.Embedding,
+        keras.layers.LayerNormalization,
+        keras_hub.metrics.Perplexity,
+        keras_hub.tokenizers.Tokenizer,
+        keras_hub.tokenizers.WordPieceTokenizer,
+        keras_hub.layers.ImageConverter,
+        keras_hub.layers.MaskedLMHead,
+        keras_hub.layers.ReversibleEmbedding,
+        keras_hub.layers.MaskedLMMaskGenerator,
+        keras_hub.samplers.Sampler,
         *(getattr(keras_hub.models, name) for name in hub_models),
     ]
 
@@ -228,8 +254,15 @@ def test_nested_sublayers_finds_every_nested_layer():
     block(np.zeros((1, 4, 8), "float32"))
     sgu, attention = block.spatial_gating_unit, block.tiny_attention
     expected = [
-        block.norm, block.expand_dense, sgu, attention, block.output_dense,
-        block.dropout_layer, block.drop_path, sgu.norm, attention.qkv_dense,
+        block.norm,
+        block.expand_dense,
+        sgu,
+        attention,
+        block.output_dense,
+        block.dropout_layer,
+        block.drop_path,
+        sgu.norm,
+        attention.qkv_dense,
         attention.output_dense,
     ]
     found = nested_sublayers(block)

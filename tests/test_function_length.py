@@ -44,9 +44,11 @@ def test_the_counter_skips_the_docstring_and_counts_nested_functions():
     assert long_functions(at_limit) == []
     one_over = f"def f():\n{docstring}{body}\n    return x0\n"
     assert long_functions(one_over) == [("f", 1, 61)]
-    nested = "class A:\n    def outer(self):\n        def inner():\n" + "\n".join(
-        f"            y{i} = {i}" for i in range(70)
-    ) + "\n        return inner\n"
+    nested = (
+        "class A:\n    def outer(self):\n        def inner():\n"
+        + "\n".join(f"            y{i} = {i}" for i in range(70))
+        + "\n        return inner\n"
+    )
     assert [name for name, _, _ in long_functions(nested)] == ["outer", "inner"]
 
 

@@ -12,9 +12,16 @@ def test_generation_benchmark_quick_run():
     uncached greedy decoding produce the same tokens."""
     backend = keras.backend.backend()
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "generation.py"),
-         "--quick", "--backends", backend],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            os.path.join(ROOT, "benchmarks", "generation.py"),
+            "--quick",
+            "--backends",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith(backend)]

@@ -59,8 +59,7 @@ EXPECTATIONS = {
     },
     "distributed_training.py": {
         # 10 digit classes: chance 0.1.
-        "test_accuracy": lambda v: v
-        > 0.2,
+        "test_accuracy": lambda v: v > 0.2,
     },
     # The text guides measure their own baseline (majority class, most
     # frequent token, unigram model, uncached decoding) and report the margin.
@@ -124,9 +123,9 @@ def test_guide_runs_in_fast_mode(guide, tmp_path):
         source = file.read()
     header = HEADER.match(source)
     assert header, f"{name}: the tutobook header is missing or malformed"
-    assert (
-        header["description"].count(". ") == 0
-    ), f"{name}: the description must be one sentence"
+    assert header["description"].count(". ") == 0, (
+        f"{name}: the description must be one sentence"
+    )
     assert source.count("\n") <= 300, f"{name}: longer than 300 lines"
     assert "KERAS_GMLP_GUIDE_FAST" in source, f"{name}: no fast mode"
 
@@ -150,13 +149,13 @@ def test_guide_runs_in_fast_mode(guide, tmp_path):
         text=True,
         timeout=1800,  # only against hangs: a guide takes under a minute
     )
-    assert (
-        result.returncode == 0
-    ), f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    assert result.returncode == 0, (
+        f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    )
     results = json.loads(results_path.read_text())
     assert EXPECTATIONS.get(name), f"{name}: no expectations in EXPECTATIONS"
     for variable, check in EXPECTATIONS[name].items():
         assert variable in results, f"{name} defines no numeric `{variable}`"
-        assert check(
-            results[variable]
-        ), f"{name}: {variable}={results[variable]} fails its check"
+        assert check(results[variable]), (
+            f"{name}: {variable}={results[variable]} fails its check"
+        )

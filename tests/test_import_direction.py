@@ -19,8 +19,15 @@ PACKAGE = "keras_gmlp"
 # Which packages of keras_gmlp each package may import ("keras_gmlp" is the
 # package's own __init__). A new top-level package or module needs a rule.
 _EVERYTHING = {
-    "keras_gmlp", "layers", "utils", "models", "distribution",
-    "applications", "visualization", "host_memory", "_compat",
+    "keras_gmlp",
+    "layers",
+    "utils",
+    "models",
+    "distribution",
+    "applications",
+    "visualization",
+    "host_memory",
+    "_compat",
 }
 ALLOWED = {
     "layers": {"layers", "_compat"},
@@ -150,11 +157,10 @@ def package_cycles(source_root):
     def visit(package, path):
         for target in sorted(edges.get(package, {})):
             if target in path:
-                cycle = path[path.index(target):] + [target]
+                cycle = path[path.index(target) :] + [target]
                 if cycle[0] == min(cycle[:-1]):  # each cycle once
                     steps = ", ".join(
-                        f"{a} -> {b} ({edges[a][b]})"
-                        for a, b in zip(cycle, cycle[1:])
+                        f"{a} -> {b} ({edges[a][b]})" for a, b in zip(cycle, cycle[1:])
                     )
                     cycles.append(f"import cycle between packages: {steps}")
             else:
@@ -188,13 +194,15 @@ def planted_tree(tmp_path):
     for package in ("layers", "utils", "models"):
         _write(tmp_path, f"{PACKAGE}/{package}/__init__.py", "")
     _write(
-        tmp_path, f"{PACKAGE}/layers/block.py",
+        tmp_path,
+        f"{PACKAGE}/layers/block.py",
         "def f():\n    from keras_gmlp.models import backbone\n",
     )
     _write(tmp_path, f"{PACKAGE}/models/backbone.py", "from ..utils import timm\n")
     _write(tmp_path, f"{PACKAGE}/utils/timm.py", "import keras_gmlp.models.backbone\n")
     _write(
-        tmp_path, f"{PACKAGE}/utils/fine.py",
+        tmp_path,
+        f"{PACKAGE}/utils/fine.py",
         "import importlib\nfrom keras_gmlp.layers import block\n"
         "importlib.import_module('keras_gmlp.layers.block')\n",
     )

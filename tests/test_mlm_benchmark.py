@@ -28,17 +28,22 @@ def test_quick_run_writes_matched_results(tmp_path, capsys):
     results = json.loads((tmp_path / "mlm_vs_transformer.json").read_text())
     assert results["backend"] == keras.backend.backend()
     counts = {
-        name: model["non_embedding_params"]
-        for name, model in results["models"].items()
+        name: model["non_embedding_params"] for name, model in results["models"].items()
     }
     assert set(counts) == {"bert", "gmlp", "amlp"}
     assert all(abs(c / counts["bert"] - 1) < 0.03 for c in counts.values())
     for name, summary in results["summary"].items():
         # A finite perplexity between 1 and far above the vocabulary size.
-        assert 1.0 < summary["median_perplexity"] < 10 * results["corpus"]["vocabulary_size"], name
+        assert (
+            1.0
+            < summary["median_perplexity"]
+            < 10 * results["corpus"]["vocabulary_size"]
+        ), name
         # The levelling-off criterion is reported per model and seed.
         assert len(summary["last_fifth_gains"]) == len(results["runs"][name]), name
-        assert summary["levelled_off"] == all(g < 0.02 for g in summary["last_fifth_gains"])
+        assert summary["levelled_off"] == all(
+            g < 0.02 for g in summary["last_fifth_gains"]
+        )
     assert (tmp_path / "mlm_vs_transformer.png").read_bytes()[:4] == b"\x89PNG"
     csv = (tmp_path / "mlm_vs_transformer.csv").read_text().splitlines()
     assert len(csv) == 1 + 3 * len(results["runs"]["bert"][0]["curve"])
@@ -69,16 +74,22 @@ def _check_merge(tmp_path, results):
     assert merged["process_seconds"] == [results["seconds"], other["seconds"]]
     assert merged["seconds"] == sum(merged["process_seconds"])
     for name, summary in merged["summary"].items():
-        finals = [run["curve"][-1]["heldout_perplexity"] for run in merged["runs"][name]]
+        finals = [
+            run["curve"][-1]["heldout_perplexity"] for run in merged["runs"][name]
+        ]
         assert summary["min_perplexity"] == min(finals)
         assert summary["max_perplexity"] == max(finals)
         assert summary["max_perplexity"] == 2.0 * summary["min_perplexity"]
     with pytest.raises(SystemExit, match="share seeds"):
-        module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(first)])
+        module.main(
+            ["--output-dir", str(merged_dir), "--merge", str(first), str(first)]
+        )
     other["config"]["steps"] += 1
     second.write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="another configuration"):
-        module.main(["--output-dir", str(merged_dir), "--merge", str(first), str(second)])
+        module.main(
+            ["--output-dir", str(merged_dir), "--merge", str(first), str(second)]
+        )
 
 
 def test_flags_are_checked_before_keras_is_imported(tmp_path):

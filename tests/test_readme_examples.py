@@ -80,7 +80,9 @@ def check_timm_example(namespace):
     predictions = namespace["predictions"]
     assert predictions.shape == (1, 1000)
     np.testing.assert_allclose(predictions.sum(), 1.0, rtol=1e-4)
-    decoded = namespace["keras_gmlp"].applications.decode_predictions(predictions, top=3)
+    decoded = namespace["keras_gmlp"].applications.decode_predictions(
+        predictions, top=3
+    )
     scores = [score for _, _, score in decoded[0]]
     assert len(scores) == 3 and scores == sorted(scores, reverse=True)
     np.testing.assert_allclose(scores[0], predictions.max(), rtol=1e-6)
@@ -91,7 +93,9 @@ def check_timm_example(namespace):
     assert wide.output_shape == (None, 1000)
     kernel = wide.get_layer("blocks_0").spatial_gating_unit.kernel
     assert tuple(kernel.shape)[-2:] == (280, 280)
-    assert wide.count_params() - model.count_params() == 30 * (280**2 + 280 - 196**2 - 196)
+    assert wide.count_params() - model.count_params() == 30 * (
+        280**2 + 280 - 196**2 - 196
+    )
     keras.backend.clear_session()
 
 
@@ -106,7 +110,8 @@ def check_preset_example(namespace):
     classifier, restored = namespace["classifier"], namespace["restored"]
     images, features = namespace["images"], namespace["features"]
     np.testing.assert_allclose(
-        restored.predict(images, verbose=0), classifier.predict(images, verbose=0),
+        restored.predict(images, verbose=0),
+        classifier.predict(images, verbose=0),
         atol=1e-5,
     )
     # gMLP-Ti: width 128; 64x64 images in 16x16 patches make a 4x4 grid.

@@ -25,7 +25,9 @@ def test_windows_never_cross_documents_and_close_only_where_a_document_ends():
 
 def test_every_window_closed_as_in_the_benchmark():
     tokens = np.arange(10, 20, dtype="int32")
-    rows = text_corpus.pack_windows([tokens], 8, CLS, SEP, min_tokens=4, end_every_window=True)
+    rows = text_corpus.pack_windows(
+        [tokens], 8, CLS, SEP, min_tokens=4, end_every_window=True
+    )
     np.testing.assert_array_equal(rows[:, 7], [SEP, 0])
     np.testing.assert_array_equal(rows[1, 5], SEP)
 
@@ -97,7 +99,9 @@ def test_the_offline_corpora_are_read_not_imported():
     files = text_corpus.stdlib_module_files("json")
     assert "json/decoder.py" in files
     assert not any("test" in part for name in files for part in name.split("/"))
-    assert any("JSON" in text for text in text_corpus.module_docstrings("json/__init__.py"))
+    assert any(
+        "JSON" in text for text in text_corpus.module_docstrings("json/__init__.py")
+    )
     assert text_corpus.paragraphs("short\n\n" + "a  long\nparagraph " * 5) == [
         " ".join(("a long paragraph " * 5).split())
     ]

@@ -8,8 +8,14 @@ from keras_gmlp.visualization import plot_spatial_weights
 
 
 def tiny_gmlp():
-    return gMLP(num_blocks=3, hidden_dim=8, intermediate_dim=16, patch_size=4,
-                input_shape=(12, 16, 3), classes=2)
+    return gMLP(
+        num_blocks=3,
+        hidden_dim=8,
+        intermediate_dim=16,
+        patch_size=4,
+        input_shape=(12, 16, 3),
+        classes=2,
+    )
 
 
 def test_each_panel_is_a_token_row_of_w_on_the_grid(rng, tmp_path):
@@ -23,7 +29,10 @@ def test_each_panel_is_a_token_row_of_w_on_the_grid(rng, tmp_path):
     axes = [ax for ax in figure.axes if ax.images]
     assert len(axes) == 4
     expected = [
-        kernels[0, 0, 5], kernels[0, 0, 11], kernels[2, 0, 5], kernels[2, 0, 11]
+        kernels[0, 0, 5],
+        kernels[0, 0, 11],
+        kernels[2, 0, 5],
+        kernels[2, 0, 11],
     ]
     for ax, row in zip(axes, expected):
         np.testing.assert_array_equal(ax.images[0].get_array(), row.reshape(3, 4))
@@ -47,8 +56,14 @@ def test_bad_arguments_raise():
         plot_spatial_weights(model, tokens=[12])
     with pytest.raises(ValueError, match="Received: head=1"):
         plot_spatial_weights(model, head=1)
-    mixer = MLPMixer(num_blocks=1, hidden_dim=8, tokens_mlp_dim=4,
-                     channels_mlp_dim=8, patch_size=4, input_shape=(8, 8, 3))
+    mixer = MLPMixer(
+        num_blocks=1,
+        hidden_dim=8,
+        tokens_mlp_dim=4,
+        channels_mlp_dim=8,
+        patch_size=4,
+        input_shape=(8, 8, 3),
+    )
     with pytest.raises(ValueError, match="gMLPBlock"):
         plot_spatial_weights(mixer)
     headless = keras.Sequential([keras.Input((12, 8)), model.get_layer("blocks_0")])

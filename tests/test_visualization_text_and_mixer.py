@@ -54,11 +54,13 @@ def test_toeplitz_score_is_one_for_toeplitz_and_matches_least_squares(rng, causa
 
 def text_model(rng, causal_first=True):
     """Two gMLP blocks of length 10, the first causal, kernels randomised."""
-    model = keras.Sequential([
-        keras.Input((10, 8)),
-        gMLPBlock(8, 16, 10, causal=causal_first),
-        gMLPBlock(8, 16, 10),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((10, 8)),
+            gMLPBlock(8, 16, 10, causal=causal_first),
+            gMLPBlock(8, 16, 10),
+        ]
+    )
     kernels = rng.standard_normal((2, 1, 10, 10)).astype("float32")
     for block, kernel in zip(model.layers, kernels):
         block.spatial_gating_unit.kernel.assign(kernel)
@@ -69,8 +71,10 @@ def test_toeplitz_scores_read_each_block_with_its_causal_flag(rng):
     model, kernels = text_model(rng)
     np.testing.assert_allclose(
         toeplitz_scores(model),
-        [least_squares_toeplitz_score(kernels[0], True),
-         least_squares_toeplitz_score(kernels[1], False)],
+        [
+            least_squares_toeplitz_score(kernels[0], True),
+            least_squares_toeplitz_score(kernels[1], False),
+        ],
         rtol=1e-6,
     )
 
@@ -84,7 +88,9 @@ def test_text_filters_plot_rows_against_offset(rng):
     np.testing.assert_allclose(lines[1].get_ydata(), kernels[0, 0, 7, :8])
     lines = [line for line in full_ax.lines if line.get_label().startswith("token")]
     np.testing.assert_allclose(lines[0].get_ydata(), kernels[1, 0, 3])
-    assert f"{least_squares_toeplitz_score(kernels[1], False):.2f}" in full_ax.get_title()
+    assert (
+        f"{least_squares_toeplitz_score(kernels[1], False):.2f}" in full_ax.get_title()
+    )
     with pytest.raises(ValueError, match=r"Received: tokens=\[10\]"):
         plot_text_spatial_filters(model, tokens=[10])
     with pytest.raises(ValueError, match=r"Received: layers=\[2\]"):
@@ -110,14 +116,18 @@ def image_axes(figure):
 
 def test_token_mixing_units_are_first_dense_columns_on_the_grid(rng):
     model = mixer(rng)
-    kernel = keras.ops.convert_to_numpy(model.get_layer("blocks_1").token_expand_dense.kernel)
+    kernel = keras.ops.convert_to_numpy(
+        model.get_layer("blocks_1").token_expand_dense.kernel
+    )
     figure = plot_token_mixing_units(model, blocks=[1], units=[0, 4], columns=2)
     axes = image_axes(figure)
     assert len(axes) == 2
     for ax, unit in zip(axes, [0, 4]):
         expected = kernel[:, unit].reshape(2, 3)
         np.testing.assert_allclose(ax.images[0].get_array(), expected)
-        assert ax.images[0].get_clim() == pytest.approx((-abs(expected).max(), abs(expected).max()))
+        assert ax.images[0].get_clim() == pytest.approx(
+            (-abs(expected).max(), abs(expected).max())
+        )
     assert len(figure.axes) == 4  # a colour bar per unit
 
 

@@ -51,7 +51,8 @@ def tfds_builder(parser, args):
     keys = info.supervised_keys
     features = info.features
     if not (
-        isinstance(keys, tuple) and len(keys) == 2
+        isinstance(keys, tuple)
+        and len(keys) == 2
         and isinstance(features[keys[0]], tfds.features.Image)
         and isinstance(features[keys[1]], tfds.features.ClassLabel)
     ):
@@ -139,12 +140,17 @@ def make_augmentation(args, seed):
             keras.layers.RandomTranslation(0.1, 0.1, seed=seed + 1, **float32),
         ]
     if args.flip:
-        image_layers.append(keras.layers.RandomFlip("horizontal", seed=seed + 2, **float32))
+        image_layers.append(
+            keras.layers.RandomFlip("horizontal", seed=seed + 2, **float32)
+        )
     if args.randaugment:
         image_layers.append(
             keras.layers.RandAugment(
-                value_range=(0, 255), num_ops=args.randaugment,
-                factor=args.randaugment_magnitude, seed=seed + 3, **float32,
+                value_range=(0, 255),
+                num_ops=args.randaugment,
+                factor=args.randaugment_magnitude,
+                seed=seed + 3,
+                **float32,
             )
         )
     mixers = []
@@ -186,13 +192,14 @@ def make_digits_batches(args, data, image_layers, mixers, classes):
     epoch); augmented in a tf.data pipeline (graph mode, fast on every
     backend) when augmentation is on."""
     import numpy as np
-
     from _shared.batches import EpochSeededBatches
 
     images, labels = data["train"]
     batches = EpochSeededBatches(
-        images, np.eye(classes, dtype="float32")[labels],
-        batch_size=args.batch_size, seed=args.seed,
+        images,
+        np.eye(classes, dtype="float32")[labels],
+        batch_size=args.batch_size,
+        seed=args.seed,
     )
     if not (image_layers or mixers):
         return batches, batches
@@ -259,7 +266,8 @@ def load_data(parser, args, builder, state):
         # Grey digits for an RGB checkpoint.
         data["train"] = (np.repeat(data["train"][0], 3, -1), data["train"][1])
         data["evaluation"] = (
-            np.repeat(data["evaluation"][0], 3, -1), data["evaluation"][1]
+            np.repeat(data["evaluation"][0], 3, -1),
+            data["evaluation"][1],
         )
     return data, channels
 

@@ -11,6 +11,7 @@ def read_start_weights(parser, args):
     """The --weights as a timm state dict (name -> NumPy array), so every
     kind of file goes through the same resampling and head replacement."""
     import keras
+
     from keras_gmlp.applications import timm_state_dict
     from keras_gmlp.applications.weights import fetch_imagenet_weights
     from keras_gmlp.applications.weights import read_checkpoint
@@ -48,7 +49,8 @@ def model_from_keras_weights(args, path):
         # Keras names each saved layer after its class, with a counter
         # suffix when the session has built others before.
         return [
-            shape for name, shape in sorted(shapes.items())
+            shape
+            for name, shape in sorted(shapes.items())
             if re.fullmatch(pattern.replace("#", r"(?:_\d+)?"), name)
         ]
 
@@ -93,16 +95,20 @@ def build_classifier(args, input_shape, weights=None, **kwargs):
     )
     if args.model == "gmlp":
         return gMLP(
-            num_blocks=args.depth, hidden_dim=args.width,
+            num_blocks=args.depth,
+            hidden_dim=args.width,
             intermediate_dim=args.ffn_ratio * args.width,
-            patch_size=args.patch_size, **kwargs,
+            patch_size=args.patch_size,
+            **kwargs,
         )
     if args.model == "mixer":
         return MLPMixer(
-            num_blocks=args.depth, hidden_dim=args.width,
+            num_blocks=args.depth,
+            hidden_dim=args.width,
             tokens_mlp_dim=max(1, args.width // 2),
             channels_mlp_dim=args.ffn_ratio * args.width,
-            patch_size=args.patch_size, **kwargs,
+            patch_size=args.patch_size,
+            **kwargs,
         )
     return getattr(applications, NAMED_MODELS[args.model])(**kwargs)
 
@@ -111,16 +117,20 @@ def build_model(parser, args, channels, classes, state):
     """The classifier with a fresh `classes`-way head (float32 logits), its
     body (and head, when the classes match) loaded from `state`."""
     import keras
+
     from keras_gmlp.applications import load_timm_weights
 
     body = build_classifier(
-        args, (args.image_size, args.image_size, channels),
-        include_top=False, pooling="avg",
+        args,
+        (args.image_size, args.image_size, channels),
+        include_top=False,
+        pooling="avg",
     )
     # Named like the builders' own head, so the model converts to timm's
     # layout (timm_state_dict) like any keras_gmlp classifier.
     head = keras.layers.Dense(
-        classes, name="predictions",
+        classes,
+        name="predictions",
         dtype="float32" if args.mixed_precision else None,
     )
     model = keras.Model(body.input, head(body.output), name=body.name)

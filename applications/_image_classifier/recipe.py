@@ -15,7 +15,6 @@ from _shared.variants import variant_tables
 DEFAULT_OUTPUT_DIR = "outputs/train_image_classifier"
 
 
-
 VARIANTS = variant_tables().IMAGE_CLASSIFIER_VARIANTS
 # --model: a variant's short name (its builder in keras_gmlp.applications),
 # or a custom size.
@@ -79,136 +78,179 @@ def add_model_flags(group):
         "size given by --depth/--width/--patch-size/--ffn-ratio",
     )
     group.add_argument(
-        "--depth", type=positive_int, default=None,
+        "--depth",
+        type=positive_int,
+        default=None,
         help=f"blocks of a custom model (default {CUSTOM_SIZE['depth']})",
     )
     group.add_argument(
-        "--width", type=positive_int, default=None,
+        "--width",
+        type=positive_int,
+        default=None,
         help=f"d_model of a custom model (default {CUSTOM_SIZE['width']})",
     )
     group.add_argument(
-        "--patch-size", type=positive_int, default=None,
+        "--patch-size",
+        type=positive_int,
+        default=None,
         help=f"patch side of a custom model (default {CUSTOM_SIZE['patch_size']})",
     )
     group.add_argument(
-        "--ffn-ratio", type=positive_int, default=None,
+        "--ffn-ratio",
+        type=positive_int,
+        default=None,
         help="d_ffn / d_model of a custom gMLP (default 6), channel-MLP width "
         "/ d_model of a custom Mixer (default 4)",
     )
     group.add_argument(
-        "--image-size", type=positive_int, default=None,
+        "--image-size",
+        type=positive_int,
+        default=None,
         help="side of the (square) input images; default 16 for the custom "
         "models, 224 for the named ones",
     )
     group.add_argument(
-        "--weights", default=None,
+        "--weights",
+        default=None,
         help="start from a timm checkpoint (.safetensors/.pth/.bin), a Keras "
         ".weights.h5 or .keras file of the same architecture, or 'imagenet' "
         f"({', '.join(IMAGENET_MODELS)}); the head is replaced when the "
         "classes differ and the spatial weights are resampled to --image-size",
     )
     group.add_argument(
-        "--drop-path-rate", type=unit_float, default=0.0,
+        "--drop-path-rate",
+        type=unit_float,
+        default=0.0,
         help="stochastic depth rate of the last block (linear from 0)",
     )
 
 
 def add_data_flags(group):
     group.add_argument(
-        "--dataset", default="digits",
+        "--dataset",
+        default="digits",
         help="'digits' (offline, bundled with scikit-learn) or a "
         "tensorflow-datasets image-classification name, e.g. mnist, cifar10",
     )
-    group.add_argument(
-        "--data-dir", default=None, help="tensorflow-datasets data_dir"
-    )
+    group.add_argument("--data-dir", default=None, help="tensorflow-datasets data_dir")
 
 
 def add_optimiser_flags(group):
     group.add_argument(
-        "--recipe", choices=("none", "paper"), default="none",
+        "--recipe",
+        choices=("none", "paper"),
+        default="none",
         help="'paper': the gMLP paper's DeiT-style ImageNet recipe "
         "(explicit flags still win)",
     )
     group.add_argument(
-        "--learning-rate", type=non_negative_float, default=2e-3,
+        "--learning-rate",
+        type=non_negative_float,
+        default=2e-3,
         help="peak learning rate of AdamW",
     )
     group.add_argument(
-        "--schedule", choices=("cosine", "constant"), default="cosine",
+        "--schedule",
+        choices=("cosine", "constant"),
+        default="cosine",
         help="learning-rate schedule after the warmup",
     )
     group.add_argument(
-        "--warmup-steps", type=int, default=0,
+        "--warmup-steps",
+        type=int,
+        default=0,
         help="linear warmup steps from 0 to --learning-rate",
     )
     group.add_argument(
-        "--weight-decay", type=non_negative_float, default=0.05,
+        "--weight-decay",
+        type=non_negative_float,
+        default=0.05,
         help="AdamW weight decay (not applied to biases and norms)",
     )
     group.add_argument(
-        "--adam-epsilon", type=non_negative_float, default=1e-7,
+        "--adam-epsilon",
+        type=non_negative_float,
+        default=1e-7,
         help="AdamW epsilon",
     )
     group.add_argument(
-        "--clip-norm", type=non_negative_float, default=None,
+        "--clip-norm",
+        type=non_negative_float,
+        default=None,
         help="clip the global gradient norm to this value",
     )
     group.add_argument(
-        "--ema", action="store_true",
-        help="keep an exponential moving average of the weights and "
-        "finish with it",
+        "--ema",
+        action="store_true",
+        help="keep an exponential moving average of the weights and finish with it",
     )
     group.add_argument(
-        "--ema-momentum", type=unit_float, default=0.9999,
+        "--ema-momentum",
+        type=unit_float,
+        default=0.9999,
         help="momentum of --ema",
     )
 
 
 def add_augmentation_flags(group):
     group.add_argument(
-        "--label-smoothing", type=unit_float, default=0.0,
+        "--label-smoothing",
+        type=unit_float,
+        default=0.0,
         help="label smoothing of the cross-entropy",
     )
     group.add_argument(
-        "--mixup", type=non_negative_float, default=0.0,
+        "--mixup",
+        type=non_negative_float,
+        default=0.0,
         help="MixUp alpha (0: off)",
     )
     group.add_argument(
-        "--cutmix", type=non_negative_float, default=0.0,
+        "--cutmix",
+        type=non_negative_float,
+        default=0.0,
         help="CutMix factor (0: off); with --mixup, one of the two per batch",
     )
     group.add_argument(
-        "--randaugment", type=int, default=0,
+        "--randaugment",
+        type=int,
+        default=0,
         help="RandAugment operations per image (0: off)",
     )
     group.add_argument(
-        "--randaugment-magnitude", type=unit_float, default=0.5,
+        "--randaugment-magnitude",
+        type=unit_float,
+        default=0.5,
         help="RandAugment factor in [0, 1)",
     )
     group.add_argument(
-        "--random-resized-crop", type=unit_float, default=0.0,
+        "--random-resized-crop",
+        type=unit_float,
+        default=0.0,
         help="random crops of up to this fraction zoomed in (independent "
         "height and width, so random aspect), at a random position; 0: off",
     )
-    group.add_argument(
-        "--flip", action="store_true", help="random horizontal flips"
-    )
+    group.add_argument("--flip", action="store_true", help="random horizontal flips")
 
 
 def add_scale_flags(group):
     group.add_argument(
-        "--mixed-precision", action="store_true",
+        "--mixed-precision",
+        action="store_true",
         help="train in mixed bfloat16 (the logits stay float32)",
     )
     group.add_argument(
-        "--distribute", choices=("none", "data", "model"), default="none",
+        "--distribute",
+        choices=("none", "data", "model"),
+        default="none",
         help="JAX only: 'data' replicates the model on every device "
         "(keras.distribution.DataParallel); 'model' also shards the MLPs "
         "(keras_gmlp.distribution.ModelParallel)",
     )
     group.add_argument(
-        "--model-shards", type=positive_int, default=None,
+        "--model-shards",
+        type=positive_int,
+        default=None,
         help="devices each model is sharded over with --distribute model "
         "(default: all)",
     )

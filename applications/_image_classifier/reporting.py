@@ -8,7 +8,6 @@ def plot_confusion_matrix(labels, predictions, classes, path, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
     from _shared.report import save_figure
 
     matrix = np.zeros((classes, classes), dtype=np.int64)
@@ -21,7 +20,12 @@ def plot_confusion_matrix(labels, predictions, classes, path, title):
         limit = matrix.max() / 2 if matrix.size else 0
         for (row, column), count in np.ndenumerate(matrix):
             axis.text(
-                column, row, str(count), ha="center", va="center", fontsize=8,
+                column,
+                row,
+                str(count),
+                ha="center",
+                va="center",
+                fontsize=8,
                 color="white" if count > limit else "black",
             )
         axis.set_xticks(range(classes))
@@ -39,10 +43,10 @@ def plot_model_weights(model, path, mixer):
     import matplotlib
 
     matplotlib.use("Agg")
+    from _shared.files import atomic_path
+
     from keras_gmlp.visualization import plot_spatial_weights
     from keras_gmlp.visualization import plot_token_mixing_units
-
-    from _shared.files import atomic_path
 
     if mixer:
         figure = plot_token_mixing_units(model)  # the first block
@@ -104,7 +108,10 @@ def report(args, model, run, history, started):
     title = f"{args.model} on {args.dataset}"
     plot_history(history, output_dir / "training_curves.png", title)
     plot_confusion_matrix(
-        true_labels, predictions, data["classes"], output_dir / "confusion_matrix.png",
+        true_labels,
+        predictions,
+        data["classes"],
+        output_dir / "confusion_matrix.png",
         f"{title} ({data['evaluation_split']}): accuracy {accuracy:.3f}",
     )
     mixer = args.model.startswith("mixer")
@@ -122,7 +129,6 @@ def write_run_summary(args, model, run, history, started, loss, accuracy):
     import pathlib
 
     import numpy as np
-
     from _shared.report import write_summary
 
     data, batches = run["data"], run["batches"]

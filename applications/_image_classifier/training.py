@@ -24,8 +24,7 @@ def set_distribution(parser, args):
         shards = args.model_shards or len(devices)
         if len(devices) % shards:
             parser.error(
-                f"--model-shards {shards} does not divide the "
-                f"{len(devices)} devices"
+                f"--model-shards {shards} does not divide the {len(devices)} devices"
             )
         replicas = len(devices) // shards
         mesh = keras.distribution.DeviceMesh(
@@ -53,14 +52,19 @@ def learning_rate(args, steps_per_epoch):
             return args.learning_rate
         # A cosine decay to the same value is constant after the warmup.
         return keras.optimizers.schedules.CosineDecay(
-            0.0, max(1, total - warmup), alpha=1.0,
-            warmup_target=args.learning_rate, warmup_steps=warmup,
+            0.0,
+            max(1, total - warmup),
+            alpha=1.0,
+            warmup_target=args.learning_rate,
+            warmup_steps=warmup,
         )
     if not warmup:
         return keras.optimizers.schedules.CosineDecay(args.learning_rate, total)
     return keras.optimizers.schedules.CosineDecay(
-        0.0, max(1, total - warmup),
-        warmup_target=args.learning_rate, warmup_steps=warmup,
+        0.0,
+        max(1, total - warmup),
+        warmup_target=args.learning_rate,
+        warmup_steps=warmup,
     )
 
 

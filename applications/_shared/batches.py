@@ -40,7 +40,10 @@ class EpochSeededBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index):
         rows = self.order()[index * self.batch_size : (index + 1) * self.batch_size]
-        take = lambda array: np.asarray(array)[rows]
+
+        def take(array):
+            return np.asarray(array)[rows]
+
         x = keras.tree.map_structure(take, self.x)
         if self.y is None:
             return (x,)

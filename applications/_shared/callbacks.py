@@ -181,7 +181,9 @@ class SeedStateBackup(keras.callbacks.Callback):
         self.metadata_path = pathlib.Path(backup_dir) / "training_metadata.json"
 
     def states(self):
-        return [v for v in self.model.variables if v.path.endswith("seed_generator_state")]
+        return [
+            v for v in self.model.variables if v.path.endswith("seed_generator_state")
+        ]
 
     def on_train_begin(self, logs=None):
         if not (self.path.exists() and self.metadata_path.exists()):

@@ -52,7 +52,9 @@ def positive_int(text):
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected an integer, received {text!r}"
+        ) from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, received {value}")
     return value
@@ -63,7 +65,9 @@ def non_negative_float(text):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, received {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number, received {text!r}"
+        ) from None
     if not value >= 0.0:
         raise argparse.ArgumentTypeError(f"must be >= 0, received {text}")
     return value
@@ -116,19 +120,33 @@ LANGUAGE_MODEL_FAST = {
 def check_language_model_flags(parser, args):
     """The checks the language-model programs share, as flag errors."""
     if args.intermediate_dim % 2:
-        parser.error(f"--intermediate-dim must be even; received {args.intermediate_dim}")
+        parser.error(
+            f"--intermediate-dim must be even; received {args.intermediate_dim}"
+        )
     if args.sequence_length < 8:
-        parser.error(f"--sequence-length must be at least 8; received {args.sequence_length}")
+        parser.error(
+            f"--sequence-length must be at least 8; received {args.sequence_length}"
+        )
     if args.vocabulary_size < 50:
-        parser.error(f"--vocabulary-size must be at least 50; received {args.vocabulary_size}")
+        parser.error(
+            f"--vocabulary-size must be at least 50; received {args.vocabulary_size}"
+        )
     if args.heldout_fraction == 0:
-        parser.error("--heldout-fraction must be above 0: the held-out text scores the model")
+        parser.error(
+            "--heldout-fraction must be above 0: the held-out text scores the model"
+        )
 
 
 def add_optimizer_flags(parser):
     """--dropout, --learning-rate and --weight-decay of the language-model
     programs."""
     parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
-    parser.add_argument("--learning-rate", type=float, default=1e-3,
-                        help="peak AdamW learning rate (linear warm-up, cosine decay)")
-    parser.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=1e-3,
+        help="peak AdamW learning rate (linear warm-up, cosine decay)",
+    )
+    parser.add_argument(
+        "--weight-decay", type=float, default=0.01, help="AdamW weight decay"
+    )

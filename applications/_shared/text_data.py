@@ -57,8 +57,14 @@ def tfds_builder(name, data_dir):
         builder = tfds.builder(name, data_dir=data_dir)
     except Exception as error:  # tfds raises several kinds for bad names
         # The first line says why; the rest lists every dataset tfds has.
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"unknown tensorflow-datasets name {name!r}: {reason}") from None
+        reason = (
+            str(error).strip().splitlines()[0]
+            if str(error).strip()
+            else type(error).__name__
+        )
+        raise ValueError(
+            f"unknown tensorflow-datasets name {name!r}: {reason}"
+        ) from None
     return builder
 
 

@@ -40,11 +40,15 @@ def windowed_corpus(train_documents, heldout_documents, vocabulary_size, length)
 
     train_ids, heldout_ids = windows(train_documents), windows(heldout_documents)
     if len(train_ids) == 0 or len(heldout_ids) == 0:
-        raise SystemExit("The corpus gave no train or no held-out windows: use more text.")
+        raise SystemExit(
+            "The corpus gave no train or no held-out windows: use more text."
+        )
     return tokenizer, train_ids, heldout_ids
 
 
-def corpus_facts(name, train_documents, heldout_documents, train_windows, heldout_windows):
+def corpus_facts(
+    name, train_documents, heldout_documents, train_windows, heldout_windows
+):
     """The summary's description of the corpus."""
     return {
         "name": name,
@@ -96,8 +100,11 @@ def fit_task(task, batches, validation, args, compile_args, monitor, mode="min")
         **compile_args,
     )
     callbacks, history = resumable_callbacks(
-        args.output_dir, monitor=monitor, mode=mode,
-        save=task.save_to_preset, best_name="best_preset",
+        args.output_dir,
+        monitor=monitor,
+        mode=mode,
+        save=task.save_to_preset,
+        best_name="best_preset",
     )
     trainer.fit(
         batches,
@@ -123,7 +130,9 @@ def fit_language_model(task, batches, validation, args, metrics, monitor):
     compile_args = {
         # Label 0 is [PAD]: the positions after a document's end, or the
         # mask slots a short window leaves unused.
-        "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        "loss": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=0
+        ),
         "metrics": metrics,
     }
     # Scored before training; a resumed run rebuilds the same seeded start.
@@ -138,7 +147,9 @@ def write_language_model_summary(args, started, task, history, scores, corpus, *
     completed, and `extra`. Returns the summary."""
     output_dir = args.output_dir
     return write_summary(
-        output_dir / "summary.json", args, started,
+        output_dir / "summary.json",
+        args,
+        started,
         **scores,
         parameters=int(task.count_params()),
         non_embedding_parameters=int(task.backbone.count_non_embedding_params()),

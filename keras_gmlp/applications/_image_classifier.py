@@ -25,8 +25,7 @@ def _check_sizes(num_blocks, hidden_dim, patch_size, default_size):
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(
-                f"`{name}` must be a positive integer. Received: "
-                f"{name}={value!r}"
+                f"`{name}` must be a positive integer. Received: {name}={value!r}"
             )
 
 
@@ -55,7 +54,12 @@ def _check_weights(weights):
 
 
 def _check_arguments(
-    variant, include_top, weights, pooling, classes, classifier_activation,
+    variant,
+    include_top,
+    weights,
+    pooling,
+    classes,
+    classifier_activation,
     drop_path_rate,
 ):
     _check_weights(weights)
@@ -85,7 +89,8 @@ def _check_arguments(
     if include_top and weights is not None:
         activation = keras.activations.get(classifier_activation)
         if activation not in (
-            keras.activations.get("softmax"), keras.activations.get(None)
+            keras.activations.get("softmax"),
+            keras.activations.get(None),
         ):
             raise ValueError(
                 "Only `None` and `softmax` activations are allowed for the "
@@ -127,8 +132,11 @@ def _image_input(input_tensor, input_shape, default_size, patch_size, weights):
             "height and width of the input must be known. Received: "
             f"input_shape={input_shape}"
         )
-    if height < patch_size or width < patch_size or height % patch_size or (
-        width % patch_size
+    if (
+        height < patch_size
+        or width < patch_size
+        or height % patch_size
+        or (width % patch_size)
     ):
         raise ValueError(
             f"The input height and width must be positive multiples of the "
@@ -176,7 +184,12 @@ def build_image_classifier(
     """
     _check_sizes(num_blocks, hidden_dim, patch_size, default_size)
     _check_arguments(
-        variant, include_top, weights, pooling, classes, classifier_activation,
+        variant,
+        include_top,
+        weights,
+        pooling,
+        classes,
+        classifier_activation,
         drop_path_rate,
     )
     inputs, x = _image_input(
@@ -193,9 +206,7 @@ def build_image_classifier(
     features = patch_mlp(
         x, make_block, num_blocks, hidden_dim, patch_size, drop_path_rate
     )
-    x = _top(
-        features, hidden_dim, include_top, pooling, classes, classifier_activation
-    )
+    x = _top(features, hidden_dim, include_top, pooling, classes, classifier_activation)
     model = keras.Model(inputs, x, name=name)
     if checkpoint is not None:
         assign_timm_state(model, checkpoint, repr(os.fspath(weights)))

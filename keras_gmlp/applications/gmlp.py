@@ -97,9 +97,22 @@ def gMLP(
 
     make_block = gmlp_block_factory(hidden_dim, intermediate_dim)
     return build_image_classifier(
-        make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
-        include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, include_preprocessing, drop_path_rate, name,
+        make_block,
+        num_blocks,
+        hidden_dim,
+        patch_size,
+        default_size,
+        variant,
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
+        name,
     )
 
 
@@ -142,8 +155,16 @@ def gMLPTi(
     name="gmlp_ti16",
 ):
     return _gmlp_variant(
-        "gmlp_ti16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "gmlp_ti16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -161,8 +182,16 @@ def gMLPS(
     name="gmlp_s16",
 ):
     return _gmlp_variant(
-        "gmlp_s16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "gmlp_s16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -180,8 +209,16 @@ def gMLPB(
     name="gmlp_b16",
 ):
     return _gmlp_variant(
-        "gmlp_b16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "gmlp_b16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 

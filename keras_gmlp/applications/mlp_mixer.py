@@ -85,13 +85,24 @@ def MLPMixer(
     ```
     """
 
-    make_block = mixer_block_factory(
-        hidden_dim, tokens_mlp_dim, channels_mlp_dim
-    )
+    make_block = mixer_block_factory(hidden_dim, tokens_mlp_dim, channels_mlp_dim)
     return build_image_classifier(
-        make_block, num_blocks, hidden_dim, patch_size, default_size, variant,
-        include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, include_preprocessing, drop_path_rate, name,
+        make_block,
+        num_blocks,
+        hidden_dim,
+        patch_size,
+        default_size,
+        variant,
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
+        name,
     )
 
 
@@ -129,8 +140,16 @@ def MixerS32(
     name="mixer_s32",
 ):
     return _mixer_variant(
-        "mixer_s32", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_s32",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -148,8 +167,16 @@ def MixerS16(
     name="mixer_s16",
 ):
     return _mixer_variant(
-        "mixer_s16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_s16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -167,8 +194,16 @@ def MixerB32(
     name="mixer_b32",
 ):
     return _mixer_variant(
-        "mixer_b32", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_b32",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -186,8 +221,16 @@ def MixerB16(
     name="mixer_b16",
 ):
     return _mixer_variant(
-        "mixer_b16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_b16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -205,8 +248,16 @@ def MixerL32(
     name="mixer_l32",
 ):
     return _mixer_variant(
-        "mixer_l32", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_l32",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 
@@ -224,8 +275,16 @@ def MixerL16(
     name="mixer_l16",
 ):
     return _mixer_variant(
-        "mixer_l16", include_top, weights, input_tensor, input_shape, pooling,
-        classes, classifier_activation, include_preprocessing, drop_path_rate,
+        "mixer_l16",
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        include_preprocessing,
+        drop_path_rate,
         name,
     )
 

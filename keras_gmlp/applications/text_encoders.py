@@ -110,8 +110,10 @@ def _build_text_encoder(
 
 
 def _summary(config):
-    kind = "gMLP" if config["attention_dim"] is None else (
-        f"aMLP (gMLP with a {config['attention_dim']}-wide tiny attention)"
+    kind = (
+        "gMLP"
+        if config["attention_dim"] is None
+        else (f"aMLP (gMLP with a {config['attention_dim']}-wide tiny attention)")
     )
     return (
         f"{config['num_layers']} {kind} blocks, d_model "
@@ -143,8 +145,17 @@ def gMLPBase(
     name=None,
 ):
     return _build_text_encoder(
-        "gmlp_base", include_top, weights, vocabulary_size, sequence_length,
-        num_segments, causal, dropout, preprocessor, dtype, name,
+        "gmlp_base",
+        include_top,
+        weights,
+        vocabulary_size,
+        sequence_length,
+        num_segments,
+        causal,
+        dropout,
+        preprocessor,
+        dtype,
+        name,
     )
 
 
@@ -161,8 +172,17 @@ def gMLPLarge(
     name=None,
 ):
     return _build_text_encoder(
-        "gmlp_large", include_top, weights, vocabulary_size, sequence_length,
-        num_segments, causal, dropout, preprocessor, dtype, name,
+        "gmlp_large",
+        include_top,
+        weights,
+        vocabulary_size,
+        sequence_length,
+        num_segments,
+        causal,
+        dropout,
+        preprocessor,
+        dtype,
+        name,
     )
 
 
@@ -179,8 +199,17 @@ def aMLPBase(
     name=None,
 ):
     return _build_text_encoder(
-        "amlp_base", include_top, weights, vocabulary_size, sequence_length,
-        num_segments, causal, dropout, preprocessor, dtype, name,
+        "amlp_base",
+        include_top,
+        weights,
+        vocabulary_size,
+        sequence_length,
+        num_segments,
+        causal,
+        dropout,
+        preprocessor,
+        dtype,
+        name,
     )
 
 
@@ -197,8 +226,17 @@ def aMLPLarge(
     name=None,
 ):
     return _build_text_encoder(
-        "amlp_large", include_top, weights, vocabulary_size, sequence_length,
-        num_segments, causal, dropout, preprocessor, dtype, name,
+        "amlp_large",
+        include_top,
+        weights,
+        vocabulary_size,
+        sequence_length,
+        num_segments,
+        causal,
+        dropout,
+        preprocessor,
+        dtype,
+        name,
     )
 
 

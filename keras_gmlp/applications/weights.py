@@ -8,13 +8,13 @@ lives in `keras_gmlp.utils.timm` and is re-exported here, where the
 builders' users find it.
 """
 
-from keras_gmlp.utils.variants import IMAGE_CLASSIFIER_VARIANTS
 from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
 from keras_gmlp.utils.timm.checkpoint import read_checkpoint
 from keras_gmlp.utils.timm.download import fetch_pinned_checkpoint
 from keras_gmlp.utils.timm.download import pinned_origin
 from keras_gmlp.utils.timm.state_dict import load_timm_weights
 from keras_gmlp.utils.timm.state_dict import timm_state_dict
+from keras_gmlp.utils.variants import IMAGE_CLASSIFIER_VARIANTS
 
 __all__ = [
     "IMAGENET_WEIGHTS",

@@ -48,8 +48,7 @@ def use_kernels(choice):
     global _choice
     if choice not in CHOICES:
         raise ValueError(
-            f"Argument `choice` must be one of {CHOICES}. Received: "
-            f"choice={choice!r}"
+            f"Argument `choice` must be one of {CHOICES}. Received: choice={choice!r}"
         )
     previous, _choice = _choice, choice
     try:

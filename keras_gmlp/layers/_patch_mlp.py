@@ -22,9 +22,13 @@ def check_image_shape(image_shape, patch_size, data_format):
     three positive ints, height and width multiples of `patch_size`; raises
     ValueError otherwise."""
     shape = tuple(image_shape) if isinstance(image_shape, (tuple, list)) else None
-    if shape is None or len(shape) != 3 or not all(
-        isinstance(size, int) and not isinstance(size, bool) and size > 0
-        for size in shape
+    if (
+        shape is None
+        or len(shape) != 3
+        or not all(
+            isinstance(size, int) and not isinstance(size, bool) and size > 0
+            for size in shape
+        )
     ):
         raise ValueError(
             "`image_shape` must be three positive integers (height, width, "
@@ -86,8 +90,15 @@ def mixer_block_factory(hidden_dim, tokens_mlp_dim, channels_mlp_dim):
     return make_block
 
 
-def patch_mlp(images, make_block, num_blocks, hidden_dim, patch_size,
-              drop_path_rate=0.0, dtype=None):
+def patch_mlp(
+    images,
+    make_block,
+    num_blocks,
+    hidden_dim,
+    patch_size,
+    drop_path_rate=0.0,
+    dtype=None,
+):
     """Runs channels-last `images` through stem, blocks and final norm.
 
     Args:
@@ -117,9 +128,7 @@ def patch_mlp(images, make_block, num_blocks, hidden_dim, patch_size,
         x = block(x)
         blocks.append(block)
         block_outputs.append(x)
-    norm = keras.layers.LayerNormalization(
-        epsilon=1e-6, dtype=dtype, name="norm"
-    )
+    norm = keras.layers.LayerNormalization(epsilon=1e-6, dtype=dtype, name="norm")
     return {
         "grid": grid,
         "block_outputs": block_outputs,

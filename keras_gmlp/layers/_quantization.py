@@ -24,9 +24,7 @@ def serialized_dtype(layer):
             if sublayer.quantization_mode is not None
         }
         if quantized:
-            policy_map = keras.dtype_policies.DTypePolicyMap(
-                default_policy=policy
-            )
+            policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
             for path, sublayer_policy in quantized.items():
                 policy_map[path] = sublayer_policy
             policy = policy_map

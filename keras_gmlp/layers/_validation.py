@@ -4,8 +4,7 @@
 def check_positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(
-            f"Argument `{name}` must be a positive integer. "
-            f"Received: {name}={value!r}"
+            f"Argument `{name}` must be a positive integer. Received: {name}={value!r}"
         )
 
 
@@ -13,8 +12,7 @@ def check_rate(name, value):
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not is_number or not 0.0 <= value < 1.0:
         raise ValueError(
-            f"Argument `{name}` must be a float in [0, 1). "
-            f"Received: {name}={value!r}"
+            f"Argument `{name}` must be a float in [0, 1). Received: {name}={value!r}"
         )
 
 

@@ -3,8 +3,8 @@ from keras import ops
 
 from keras_gmlp.layers._kernels import gelu
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
-from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_length
 from keras_gmlp.layers._validation import check_padding_mask
@@ -211,9 +211,7 @@ class gMLPBlock(keras.layers.Layer):
     ):
         self._check_inputs(inputs.shape)
         if cache is None:
-            check_length(
-                self.__class__.__name__, inputs.shape[1], self.sequence_length
-            )
+            check_length(self.__class__.__name__, inputs.shape[1], self.sequence_length)
             check_padding_mask(self.__class__.__name__, inputs.shape, padding_mask)
         sgu_cache = attention_cache = None
         if cache is not None:
@@ -244,9 +242,7 @@ class gMLPBlock(keras.layers.Layer):
         if cache is not None:
             z, sgu_cache = z
         y = dense_on_last_axis(self.output_dense, z)
-        outputs = inputs + drop_branch(
-            self.dropout_layer, self.drop_path, y, training
-        )
+        outputs = inputs + drop_branch(self.dropout_layer, self.drop_path, y, training)
         if cache is None:
             return outputs
         if self.tiny_attention is not None:

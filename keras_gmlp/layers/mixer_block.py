@@ -3,8 +3,8 @@ from keras import ops
 
 from keras_gmlp.layers._kernels import gelu
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
-from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._ops import dense_on_last_axis
+from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank

@@ -106,9 +106,7 @@ class SpatialGatingUnit(keras.layers.Layer):
             epsilon=epsilon, dtype=self.dtype_policy, name="norm"
         )
 
-    def build(
-        self, inputs_shape, padding_mask_shape=None, attention_output_shape=None
-    ):
+    def build(self, inputs_shape, padding_mask_shape=None, attention_output_shape=None):
         check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
         channels = inputs_shape[-1]
         if channels is None or channels % 2:
@@ -174,9 +172,7 @@ class SpatialGatingUnit(keras.layers.Layer):
         else:
             self._check_cache(cache, cache_update_index, length)
             start = cache_update_index
-            context = ops.slice_update(
-                cache, (0, start, 0), ops.cast(v, cache.dtype)
-            )
+            context = ops.slice_update(cache, (0, start, 0), ops.cast(v, cache.dtype))
         projected = self._project(start, length, ops.cast(context, v.dtype))
         if attention_output is not None:
             projected = projected + ops.cast(attention_output, v.dtype)
@@ -198,7 +194,8 @@ class SpatialGatingUnit(keras.layers.Layer):
         check_length(self.__class__.__name__, cache.shape[1], self.sequence_length)
         if isinstance(cache_update_index, int) and length is not None:
             check_length(
-                f"{self.__class__.__name__}'s cache", cache_update_index + length,
+                f"{self.__class__.__name__}'s cache",
+                cache_update_index + length,
                 cache.shape[1],
             )
 
@@ -247,15 +244,11 @@ class SpatialGatingUnit(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "kernel_regularizer": keras.regularizers.serialize(
                     self.kernel_regularizer
                 ),
-                "bias_regularizer": keras.regularizers.serialize(
-                    self.bias_regularizer
-                ),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
             }
         )
         return config

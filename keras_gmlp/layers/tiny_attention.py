@@ -6,9 +6,9 @@ from keras import ops
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._quantization import serialized_dtype
 from keras_gmlp.layers._validation import check_padding_mask
-from keras_gmlp.layers._validation import known
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
+from keras_gmlp.layers._validation import known
 
 # Large enough to vanish under softmax in float32, small enough that a row
 # with every key masked still gives finite (uniform) weights instead of NaN.
@@ -114,9 +114,7 @@ class TinyAttention(keras.layers.Layer):
         if cache is None:
             check_padding_mask(name, inputs.shape, padding_mask)
         elif padding_mask is not None:
-            check_padding_mask(
-                name, (inputs.shape[0], cache.shape[2]), padding_mask
-            )
+            check_padding_mask(name, (inputs.shape[0], cache.shape[2]), padding_mask)
 
     def _write_to_cache(self, cache, key, value, cache_update_index):
         """Writes the new keys and values at `cache_update_index`; returns
@@ -193,9 +191,7 @@ class TinyAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

@@ -5,13 +5,13 @@ channels-first wrapper, the feature grid and intermediate outputs, and
 import keras
 from keras_hub.models import Backbone
 
+from keras_gmlp.layers._patch_mlp import check_data_format
+from keras_gmlp.layers._patch_mlp import check_image_shape
+from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.layers._validation import known
 from keras_gmlp.models._checked_steps import CheckedSteps
-from keras_gmlp.layers._patch_mlp import check_data_format
-from keras_gmlp.layers._patch_mlp import check_image_shape
-from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 
 # Docstring text both image backbones share: what `from_preset` loads
@@ -62,15 +62,22 @@ class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
             # The blocks are channels-last on every backend (PatchEmbedding).
             x = keras.layers.Permute((2, 3, 1), dtype=dtype, name="to_channels_last")(x)
         features = patch_mlp(
-            x, make_block, num_layers, hidden_dim, patch_size,
-            drop_path_rate=drop_path_rate, dtype=dtype,
+            x,
+            make_block,
+            num_layers,
+            hidden_dim,
+            patch_size,
+            drop_path_rate=drop_path_rate,
+            dtype=dtype,
         )
         self.stem = features["stem"]
         self.blocks = features["blocks"]
         self.norm = features["norm"]
         self._block_outputs = features["block_outputs"]
         grid = features["grid"]
-        outputs = self._to_grid(features["tokens"], grid, hidden_dim, data_format, dtype, "feature_map")
+        outputs = self._to_grid(
+            features["tokens"], grid, hidden_dim, data_format, dtype, "feature_map"
+        )
         super().__init__(inputs=image_input, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
@@ -87,19 +94,23 @@ class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
         # (or traced) tensors. Keras' input spec lets a last axis of 1
         # through, and a traced TensorFlow step may not know the sizes:
         # `check_batch_inputs` covers that.
-        check_images_shape(inputs, self.image_shape, self.data_format,
-                           self.__class__.__name__)
+        check_images_shape(
+            inputs, self.image_shape, self.data_format, self.__class__.__name__
+        )
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def check_batch_inputs(self, x):
-        check_images_shape(x, self.image_shape, self.data_format,
-                           self.__class__.__name__)
+        check_images_shape(
+            x, self.image_shape, self.data_format, self.__class__.__name__
+        )
 
     @staticmethod
     def _to_grid(tokens, grid, hidden_dim, data_format, dtype, name):
         x = keras.layers.Reshape(grid + (hidden_dim,), dtype=dtype, name=name)(tokens)
         if data_format == "channels_first":
-            x = keras.layers.Permute((3, 1, 2), dtype=dtype, name=f"{name}_channels_first")(x)
+            x = keras.layers.Permute(
+                (3, 1, 2), dtype=dtype, name=f"{name}_channels_first"
+            )(x)
         return x
 
     def feature_extractor(self, indices=None, norm=False, name=None):
@@ -145,8 +156,10 @@ class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
         elif isinstance(indices, (list, tuple)):
             chosen = []
             for index in indices:
-                if isinstance(index, bool) or not isinstance(index, int) or not (
-                    -count <= index < count
+                if (
+                    isinstance(index, bool)
+                    or not isinstance(index, int)
+                    or not (-count <= index < count)
                 ):
                     raise ValueError(
                         f"`indices` must be block indices in [{-count}, "
@@ -164,12 +177,14 @@ class PatchMLPImageBackbone(CheckedSteps, TimmPresetsMixin, Backbone):
             if norm:
                 x = self.norm(x)
             outputs[f"blocks_{index}"] = self._to_grid(
-                x, self.grid_shape, self.hidden_dim, self.data_format,
-                self.dtype_policy, f"blocks_{index}_grid",
+                x,
+                self.grid_shape,
+                self.hidden_dim,
+                self.data_format,
+                self.dtype_policy,
+                f"blocks_{index}_grid",
             )
-        return keras.Model(
-            self.input, outputs, name=name or f"{self.name}_features"
-        )
+        return keras.Model(self.input, outputs, name=name or f"{self.name}_features")
 
     def get_config(self):
         config = super().get_config()
@@ -197,8 +212,10 @@ def check_images_shape(images, image_shape, data_format, owner):
         size is None or size == want for size, want in zip(shape[1:], image_shape)
     ):
         return
-    layout = "channels, height, width" if data_format == "channels_first" else (
-        "height, width, channels"
+    layout = (
+        "channels, height, width"
+        if data_format == "channels_first"
+        else ("height, width, channels")
     )
     raise ValueError(
         f"{owner} was built for `images` of shape (batch, {layout}) = "

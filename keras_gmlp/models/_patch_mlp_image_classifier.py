@@ -68,7 +68,11 @@ class PatchMLPImageClassifier(CheckedSteps, TimmPresetsMixin, ImageClassifier):
                 f"{self.backbone_cls.__name__}. Received: "
                 f"backbone={type(backbone).__name__}"
             )
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        if (
+            isinstance(num_classes, bool)
+            or not isinstance(num_classes, int)
+            or num_classes < 1
+        ):
             raise ValueError(
                 "`num_classes` must be a positive integer. Received: "
                 f"num_classes={num_classes!r}"
@@ -77,5 +81,6 @@ class PatchMLPImageClassifier(CheckedSteps, TimmPresetsMixin, ImageClassifier):
 
     def check_batch_inputs(self, x):
         backbone = self.backbone
-        check_images_shape(x, backbone.image_shape, backbone.data_format,
-                           self.__class__.__name__)
+        check_images_shape(
+            x, backbone.image_shape, backbone.data_format, self.__class__.__name__
+        )

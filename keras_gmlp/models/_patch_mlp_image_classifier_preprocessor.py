@@ -34,6 +34,8 @@ IMAGE_CLASSIFIER_PREPROCESSOR_DOCSTRING = """Prepares raw images for `{prefix}Im
     """
 
 
-class PatchMLPImageClassifierPreprocessor(TimmPresetsMixin, ImageClassifierPreprocessor):
+class PatchMLPImageClassifierPreprocessor(
+    TimmPresetsMixin, ImageClassifierPreprocessor
+):
     """keras-hub's `ImageClassifierPreprocessor` with timm checkpoints in
     `from_preset`. Subclasses set `backbone_cls` and `image_converter_cls`."""

@@ -112,7 +112,8 @@ class TimmCheckpoint:
         # alone cannot tell for non-square images.
         patch_size = self.backbone_kwargs["patch_size"]
         self.checkpoint_grid = (
-            self.image_shape[0] // patch_size, self.image_shape[1] // patch_size
+            self.image_shape[0] // patch_size,
+            self.image_shape[1] // patch_size,
         )
         self.image_size = self.image_shape[:2]
         self.weights_path = None
@@ -144,9 +145,10 @@ class TimmCheckpoint:
 
     def load_backbone(self, cls, load_weights, **kwargs):
         self.check_family(cls)
-        if "image_shape" not in kwargs and check_data_format(
-            kwargs.get("data_format")
-        ) == "channels_first":
+        if (
+            "image_shape" not in kwargs
+            and check_data_format(kwargs.get("data_format")) == "channels_first"
+        ):
             # The checkpoint's shape is channels-last; keras-hub's
             # `image_shape` follows the data format.
             height, width, channels = self.image_shape
@@ -161,9 +163,7 @@ class TimmCheckpoint:
             # Converts, checks and (for another image shape) resamples every
             # tensor before assigning any; the head's tensors are skipped.
             try:
-                load_timm_weights(
-                    backbone, state, checkpoint_grid=self.checkpoint_grid
-                )
+                load_timm_weights(backbone, state, checkpoint_grid=self.checkpoint_grid)
             except ValueError as error:
                 raise ValueError(f"{self.weights_path}: {error}") from None
         return backbone
@@ -171,7 +171,9 @@ class TimmCheckpoint:
     def load_task(self, cls, load_weights, load_task_weights, **kwargs):
         if "backbone" not in kwargs:
             backbone_kwargs = {
-                key: kwargs.pop(key) for key in ("dtype", "image_shape") if key in kwargs
+                key: kwargs.pop(key)
+                for key in ("dtype", "image_shape")
+                if key in kwargs
             }
             kwargs["backbone"] = self.load_backbone(
                 cls.backbone_cls, load_weights, **backbone_kwargs
@@ -190,7 +192,9 @@ class TimmCheckpoint:
         dense = task.output_dense
         kernel = np.asarray(state.get("head.weight", np.zeros((0,))), "float32").T
         bias = np.asarray(state.get("head.bias", np.zeros((0,))), "float32")
-        if kernel.shape != tuple(dense.kernel.shape) or bias.shape != tuple(dense.bias.shape):
+        if kernel.shape != tuple(dense.kernel.shape) or bias.shape != tuple(
+            dense.bias.shape
+        ):
             raise ValueError(
                 f"{self.weights_path}: the checkpoint's head (head.weight "
                 f"{kernel.T.shape}, head.bias {bias.shape}) does not fit {self.num_classes} "
@@ -216,7 +220,9 @@ class TimmCheckpoint:
 
     def load_preprocessor(self, cls, **kwargs):
         if "image_converter" not in kwargs and cls.image_converter_cls:
-            kwargs["image_converter"] = self.load_image_converter(cls.image_converter_cls)
+            kwargs["image_converter"] = self.load_image_converter(
+                cls.image_converter_cls
+            )
         return cls(**kwargs)
 
 
@@ -235,8 +241,7 @@ def read_json(path):
         raise ValueError(f"{path} is not UTF-8 text: {error.reason}.") from None
     if not isinstance(contents, dict):
         raise ValueError(
-            f"{path} must hold a JSON object; it holds a "
-            f"{type(contents).__name__}."
+            f"{path} must hold a JSON object; it holds a {type(contents).__name__}."
         )
     return contents
 
@@ -257,8 +262,7 @@ def _check_timm_config(config, path):
             not isinstance(value, kind) or isinstance(value, bool)
         ):
             raise ValueError(
-                f"{path}: `{key}` must be {description}. Received: "
-                f"{key}={value!r}"
+                f"{path}: `{key}` must be {description}. Received: {key}={value!r}"
             )
 
 

@@ -26,7 +26,8 @@ def variant_preset(variant, path, weights_source, **block_config):
     imagenet = variant["imagenet"]
     weights = (
         f"{weights_source} ({imagenet['repository'].rsplit('.', 1)[-1]})."
-        if imagenet else "No public weights."
+        if imagenet
+        else "No public weights."
     )
     size = variant["default_size"]
     return {

@@ -61,7 +61,9 @@ def module_docstrings(relative_path):
     except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
         return []
     nodes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    texts = (ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, nodes))
+    texts = (
+        ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, nodes)
+    )
     return [text for text in texts if text]
 
 

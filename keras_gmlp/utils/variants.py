@@ -109,12 +109,20 @@ MLP_MIXER_VARIANTS = {
     "mixer_s16": _mixer("MixerS16", 8, 512, 16, 18_528_264),
     "mixer_b32": _mixer("MixerB32", 12, 768, 32, 60_293_428),
     "mixer_b16": _mixer(
-        "MixerB16", 12, 768, 16, 59_880_472,
+        "MixerB16",
+        12,
+        768,
+        16,
+        59_880_472,
         _google_weights("mixer_b16", "jx_mixer_b16_224-76587d61.pth"),
     ),
     "mixer_l32": _mixer("MixerL32", 24, 1024, 32, 206_939_264),
     "mixer_l16": _mixer(
-        "MixerL16", 24, 1024, 16, 208_196_168,
+        "MixerL16",
+        24,
+        1024,
+        16,
+        208_196_168,
         _google_weights("mixer_l16", "jx_mixer_l16_224-92f9adc4.pth"),
     ),
 }

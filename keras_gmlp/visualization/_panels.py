@@ -31,7 +31,9 @@ def check_indices(name, indices, count):
 def layers_of_type(model, layer_type, function_name):
     """The model's (or its keras-hub backbone's) layers of `layer_type`."""
     model = getattr(model, "backbone", model)
-    found = [layer for layer in getattr(model, "layers", []) if isinstance(layer, layer_type)]
+    found = [
+        layer for layer in getattr(model, "layers", []) if isinstance(layer, layer_type)
+    ]
     if not found:
         raise ValueError(
             f"{function_name} needs a model with {layer_type.__name__} layers. "

@@ -63,7 +63,8 @@ def plot_spatial_weights(
     gmlp_blocks = layers_of_type(model, gMLPBlock, "plot_spatial_weights")
     rows, columns = _checked_grid(model, grid_shape, gmlp_blocks[0].sequence_length)
     blocks = check_indices(
-        "blocks", spread(len(gmlp_blocks), 6) if blocks is None else blocks,
+        "blocks",
+        spread(len(gmlp_blocks), 6) if blocks is None else blocks,
         len(gmlp_blocks),
     )
     positions = _token_positions(tokens, rows, columns)
@@ -83,7 +84,11 @@ def plot_spatial_weights(
         for ax, (row, column) in zip(row_axes, positions):
             weights = kernel[row * columns + column].reshape(rows, columns)
             draw_map(
-                figure, ax, weights, np.abs(weights).max(), cmap,
+                figure,
+                ax,
+                weights,
+                np.abs(weights).max(),
+                cmap,
                 f"block {index}\ntoken ({row}, {column})",
             )
             ax.plot(column, row, marker="x", color="black", markersize=4)

@@ -121,14 +121,20 @@ def plot_text_spatial_filters(model, layers=None, tokens=None, head=0, panel_siz
     num_heads = blocks[0].spatial_gating_unit.num_heads
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < num_heads:
         raise ValueError(f"`head` must be in [0, {num_heads}). Received: head={head}")
-    figure = Figure(figsize=(panel_size * 2.2, panel_size * len(layers)), layout="constrained")
+    figure = Figure(
+        figsize=(panel_size * 2.2, panel_size * len(layers)), layout="constrained"
+    )
     axes = figure.subplots(len(layers), 1, squeeze=False)[:, 0]
     for ax, index in zip(axes, layers):
         block = blocks[index]
         kernel = to_numpy(block.spatial_gating_unit.kernel)
         for token in tokens:
             stop = token + 1 if block.causal else n
-            ax.plot(np.arange(stop) - token, kernel[head, token, :stop], label=f"token {token}")
+            ax.plot(
+                np.arange(stop) - token,
+                kernel[head, token, :stop],
+                label=f"token {token}",
+            )
         ax.axhline(0.0, color="0.7", linewidth=0.5)
         ax.set_title(
             f"layer {index}: Toeplitz score {toeplitz_score(kernel, block.causal):.2f}",

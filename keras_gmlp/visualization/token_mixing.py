@@ -67,14 +67,18 @@ def plot_token_mixing_units(
     rows, grid_columns = token_grid(getattr(model, "backbone", model), grid_shape)
     blocks = check_indices("blocks", blocks, len(mixer_blocks))
     width = mixer_blocks[0].tokens_mlp_dim
-    units = check_indices("units", range(min(16, width)) if units is None else units, width)
+    units = check_indices(
+        "units", range(min(16, width)) if units is None else units, width
+    )
     if rows * grid_columns != mixer_blocks[0].sequence_length:
         raise ValueError(
             f"The blocks mix {mixer_blocks[0].sequence_length} tokens, not a "
             f"{rows}x{grid_columns} grid. Received: grid_shape={(rows, grid_columns)}"
         )
     if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"`columns` must be a positive int. Received: columns={columns!r}")
+        raise ValueError(
+            f"`columns` must be a positive int. Received: columns={columns!r}"
+        )
 
     kernels = {
         index: to_numpy(mixer_blocks[index].token_expand_dense.kernel)[:, units]
@@ -84,8 +88,10 @@ def plot_token_mixing_units(
     columns = min(columns, len(units))
     rows_per_block = math.ceil(len(units) / columns)
     figure = Figure(
-        figsize=(panel_size * (1.3 if not shared_scale else 1.05) * columns,
-                 panel_size * rows_per_block * len(blocks)),
+        figsize=(
+            panel_size * (1.3 if not shared_scale else 1.05) * columns,
+            panel_size * rows_per_block * len(blocks),
+        ),
         layout="constrained",
     )
     axes = figure.subplots(rows_per_block * len(blocks), columns, squeeze=False)
@@ -95,11 +101,15 @@ def plot_token_mixing_units(
         for ax, unit, weights in zip(block_axes, units, kernels[index].T):
             weights = weights.reshape(rows, grid_columns)
             image = draw_map(
-                figure, ax, weights,
-                limit if shared_scale else np.abs(weights).max(), cmap,
-                f"block {index}, unit {unit}", colorbar=not shared_scale,
+                figure,
+                ax,
+                weights,
+                limit if shared_scale else np.abs(weights).max(),
+                cmap,
+                f"block {index}, unit {unit}",
+                colorbar=not shared_scale,
             )
-        for ax in block_axes[len(units):]:
+        for ax in block_axes[len(units) :]:
             ax.set_axis_off()
     if shared_scale:
         figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)

@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+
 from keras_gmlp.applications.gmlp import gMLP
 from keras_gmlp.applications.mlp_mixer import MLPMixer
 

@@ -9,7 +9,6 @@ from keras_gmlp import applications
 from keras_gmlp.applications._image_classifier import load_weights
 from keras_gmlp.applications.gmlp import gMLP
 from keras_gmlp.layers import StochasticDepth
-
 from tests.applications.helpers import build_tiny
 from tests.applications.helpers import fixture_path
 
@@ -40,7 +39,9 @@ def test_default_input_is_224_and_raw_pixels_are_scaled():
 def test_include_top_false_with_each_pooling(family, pooling, expected_shape):
     golden = np.load(fixture_path(family, ".npz"))
     model = build_tiny(
-        family, include_top=False, pooling=pooling,
+        family,
+        include_top=False,
+        pooling=pooling,
         weights=fixture_path(family, ".safetensors"),
     )
     assert model.output_shape == expected_shape
@@ -77,8 +78,10 @@ def test_drop_path_rate_increases_linearly_over_the_blocks():
     model = tiny_gmlp(num_blocks=5, input_shape=(8, 8, 3), drop_path_rate=0.2)
     rates = [
         layer.rate
-        for block in model.layers if block.name.startswith("blocks_")
-        for layer in [block.drop_path] if isinstance(layer, StochasticDepth)
+        for block in model.layers
+        if block.name.startswith("blocks_")
+        for layer in [block.drop_path]
+        if isinstance(layer, StochasticDepth)
     ]
     np.testing.assert_allclose(rates, [0.0, 0.05, 0.1, 0.15, 0.2])
 
@@ -92,16 +95,20 @@ def test_calling_with_another_image_size_raises():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"weights": "no/such/file.h5"},
-         r"The weights file '.*no/such/file\.h5' does not exist.*"
-         r"Received: weights='no/such/file\.h5'"),
+        (
+            {"weights": "no/such/file.h5"},
+            r"The weights file '.*no/such/file\.h5' does not exist.*"
+            r"Received: weights='no/such/file\.h5'",
+        ),
         ({"weights": "imagenet"}, "no public ImageNet weights for gmlp"),
         ({"pooling": "mean", "include_top": False}, "Received: pooling='mean'"),
         ({"classes": 0}, "Received: classes=0"),
         ({"drop_path_rate": 1.0}, "Received: drop_path_rate=1.0"),
         ({"input_shape": (18, 16, 3)}, r"Received: input_shape=\(18, 16, 3\)"),
-        ({"input_shape": (None, None, 3), "include_top": False},
-         r"must be known. Received: input_shape=\(None, None, 3\)"),
+        (
+            {"input_shape": (None, None, 3), "include_top": False},
+            r"must be known. Received: input_shape=\(None, None, 3\)",
+        ),
         ({"input_shape": (16, 16)}, r"Received: input_shape=\(16, 16\)"),
     ],
 )
@@ -114,23 +121,32 @@ def test_sizes_and_missing_weights_are_refused_before_building(tmp_path):
     from keras_gmlp.applications.mlp_mixer import MLPMixer
 
     cases = [
-        ({"num_blocks": 0}, "`num_blocks` must be a positive integer. Received: num_blocks=0"),
+        (
+            {"num_blocks": 0},
+            "`num_blocks` must be a positive integer. Received: num_blocks=0",
+        ),
         ({"num_blocks": -2}, "Received: num_blocks=-2"),
         ({"num_blocks": 2.0}, "Received: num_blocks=2.0"),
         ({"num_blocks": True}, "Received: num_blocks=True"),
-        ({"patch_size": 0}, "`patch_size` must be a positive integer. Received: patch_size=0"),
+        (
+            {"patch_size": 0},
+            "`patch_size` must be a positive integer. Received: patch_size=0",
+        ),
         ({"patch_size": -4}, "Received: patch_size=-4"),
         ({"patch_size": 4.0}, "Received: patch_size=4.0"),
         ({"hidden_dim": 0}, "Received: hidden_dim=0"),
-        ({"weights": "missing.safetensors"},
-         r"'.*missing\.safetensors' does not exist.*Received: weights="),
+        (
+            {"weights": "missing.safetensors"},
+            r"'.*missing\.safetensors' does not exist.*Received: weights=",
+        ),
         ({"weights": str(tmp_path)}, "is a directory.*Received: weights="),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             tiny_gmlp(**{"input_shape": (16, 16, 3), **kwargs})
-    config = dict(hidden_dim=8, tokens_mlp_dim=4, channels_mlp_dim=16,
-                  input_shape=(8, 8, 3))
+    config = dict(
+        hidden_dim=8, tokens_mlp_dim=4, channels_mlp_dim=16, input_shape=(8, 8, 3)
+    )
     with pytest.raises(ValueError, match="Received: num_blocks=0"):
         MLPMixer(num_blocks=0, patch_size=4, **config)
     with pytest.raises(ValueError, match="Received: patch_size=0"):
@@ -138,7 +154,9 @@ def test_sizes_and_missing_weights_are_refused_before_building(tmp_path):
 
 
 def test_imagenet_rules_of_keras_applications():
-    with pytest.raises(ValueError, match="`classes` should be 1000. Received: classes=10"):
+    with pytest.raises(
+        ValueError, match="`classes` should be 1000. Received: classes=10"
+    ):
         applications.gMLPS(weights="imagenet", classes=10)
     with pytest.raises(ValueError, match="Received: classifier_activation="):
         applications.MixerB16(weights="imagenet", classifier_activation="relu")
@@ -235,11 +253,19 @@ def test_imagenet_weights_load_offline_from_the_cache(monkeypatch, tmp_path):
     monkeypatch.setattr("keras.src.utils.file_utils.urlretrieve", no_network)
     golden = np.load(fixture_path("gmlp", ".npz"))
     model = build_tiny(
-        "gmlp", weights="imagenet", variant="gmlp_s16", classes=1000,
-        include_top=False, pooling="avg",
+        "gmlp",
+        weights="imagenet",
+        variant="gmlp_s16",
+        classes=1000,
+        include_top=False,
+        pooling="avg",
     )
-    reference = build_tiny("gmlp", weights=fixture_path("gmlp", ".safetensors"),
-                           include_top=False, pooling="avg")
+    reference = build_tiny(
+        "gmlp",
+        weights=fixture_path("gmlp", ".safetensors"),
+        include_top=False,
+        pooling="avg",
+    )
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(model(golden["images"])),
         keras.ops.convert_to_numpy(reference(golden["images"])),
@@ -256,11 +282,15 @@ def test_imagenet_weights_without_network_or_cache_say_where_to_put_them(
         raise Exception("URL fetch failure: no network")
 
     monkeypatch.setattr(keras.utils, "get_file", offline)
-    expected = os.path.join(str(tmp_path), "models", "mixer_b16_224.goog_in21k_ft_in1k.safetensors")
+    expected = os.path.join(
+        str(tmp_path), "models", "mixer_b16_224.goog_in21k_ft_in1k.safetensors"
+    )
     with pytest.raises(OSError) as error:
         applications.MixerB16(weights="imagenet")
     assert expected in str(error.value)
-    assert "https://huggingface.co/timm/mixer_b16_224.goog_in21k_ft_in1k" in str(error.value)
+    assert "https://huggingface.co/timm/mixer_b16_224.goog_in21k_ft_in1k" in str(
+        error.value
+    )
 
 
 @pytest.mark.parametrize("file_name", ["gray.weights.h5", "gray.keras"])

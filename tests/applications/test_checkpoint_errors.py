@@ -7,7 +7,6 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 from keras_gmlp.applications import load_timm_weights
-
 from tests.applications.helpers import build_tiny
 from tests.applications.helpers import fixture_path
 
@@ -19,7 +18,8 @@ def snapshot(model):
 def assert_unchanged(model, before):
     for variable, value in zip(model.weights, before):
         np.testing.assert_array_equal(
-            keras.ops.convert_to_numpy(variable), value, err_msg=variable.path)
+            keras.ops.convert_to_numpy(variable), value, err_msg=variable.path
+        )
 
 
 def test_missing_and_unexpected_keys_are_listed(family):
@@ -51,7 +51,9 @@ def test_mismatched_shapes_are_listed(family):
     state["stem.proj.weight"] = np.zeros((32, 3, 4, 4), "float32")
     model = build_tiny(family)
     before = snapshot(model)
-    with pytest.raises(ValueError, match=r"stem.proj.weight: checkpoint \(32, 3, 4, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"stem.proj.weight: checkpoint \(32, 3, 4, 4\)"
+    ):
         load_timm_weights(model, state)
     assert_unchanged(model, before)
 
@@ -115,12 +117,15 @@ def test_a_pth_without_a_state_dict_is_refused_before_building(
         path = str(tmp_path / f"{kind}.pth")
         torch.save(saved, path)
         built = []
-        message = rf"holds a {kind}, not a state dict.*Received: weights='.*{kind}\.pth'"
+        message = (
+            rf"holds a {kind}, not a state dict.*Received: weights='.*{kind}\.pth'"
+        )
         with monkeypatch.context() as patch:
             # Refused before the model is built: no layer is made.
             patch.setattr(
-                _patch_mlp, "PatchEmbedding",
-                lambda *args, **kwargs: built.append(args),
+                _patch_mlp,
+                "PatchEmbedding",
+                lambda *args, built=built, **kwargs: built.append(args),
             )
             with pytest.raises(ValueError, match=message):
                 build_tiny(family, weights=path)

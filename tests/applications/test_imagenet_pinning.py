@@ -16,7 +16,6 @@ import pytest
 
 from keras_gmlp.applications import weights as weights_module
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
-
 from tests.applications.helpers import build_tiny
 from tests.applications.helpers import fixture_path
 
@@ -66,8 +65,12 @@ def pin(monkeypatch, sha256, revision=REVISION):
 
 def imagenet_tiny():
     return build_tiny(
-        "gmlp", weights="imagenet", variant="gmlp_s16", classes=1000,
-        include_top=False, pooling="avg",
+        "gmlp",
+        weights="imagenet",
+        variant="gmlp_s16",
+        classes=1000,
+        include_top=False,
+        pooling="avg",
     )
 
 
@@ -91,8 +94,12 @@ def test_download_uses_the_pinned_revision_and_a_verified_cache(
         "https://huggingface.co/timm/gmlp_s16_224.ra3_in1k/resolve/"
         f"{REVISION}/model.safetensors"
     ]
-    reference = build_tiny("gmlp", weights=fixture_path("gmlp", ".safetensors"),
-                           include_top=False, pooling="avg")
+    reference = build_tiny(
+        "gmlp",
+        weights=fixture_path("gmlp", ".safetensors"),
+        include_top=False,
+        pooling="avg",
+    )
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(model(golden["images"])),
         keras.ops.convert_to_numpy(reference(golden["images"])),
@@ -114,8 +121,9 @@ def test_a_download_with_another_sha256_is_deleted_and_refused(
 def test_a_cached_file_with_another_sha256_is_not_used(monkeypatch, tmp_path):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     os.makedirs(tmp_path / "models")
-    shutil.copyfile(fixture_path("gmlp", ".safetensors"),
-                    tmp_path / "models" / CACHED_NAME)
+    shutil.copyfile(
+        fixture_path("gmlp", ".safetensors"), tmp_path / "models" / CACHED_NAME
+    )
 
     def no_network(*args, **kwargs):
         raise OSError("no network")
@@ -140,8 +148,12 @@ def test_unpinned_weights_come_from_the_release_checked_by_its_prefix(
     golden = np.load(fixture_path("gmlp", ".npz"))
     model = imagenet_tiny()
     assert offline_hub == [url]
-    reference = build_tiny("gmlp", weights=fixture_path("gmlp", ".safetensors"),
-                           include_top=False, pooling="avg")
+    reference = build_tiny(
+        "gmlp",
+        weights=fixture_path("gmlp", ".safetensors"),
+        include_top=False,
+        pooling="avg",
+    )
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(model(golden["images"])),
         keras.ops.convert_to_numpy(reference(golden["images"])),
@@ -176,8 +188,10 @@ def test_a_release_download_is_stamped_and_a_changed_copy_refused(
     cached = str(tmp_path / "models" / url.rsplit("/", 1)[-1])
     with open(cached + ".sha256.json") as file:
         stamp = json.load(file)
-    assert stamp == {"size": os.path.getsize(release_file),
-                     "sha256": sha256_of(release_file)}
+    assert stamp == {
+        "size": os.path.getsize(release_file),
+        "sha256": sha256_of(release_file),
+    }
     corrupt(cached)
     with pytest.raises(ValueError) as error:
         imagenet_tiny()

@@ -10,10 +10,13 @@ def gmlp_params(num_blocks, hidden_dim, intermediate_dim, patch_size, tokens):
     """timm's gMLP count, summed tensor by tensor from its layout."""
     block = (
         2 * hidden_dim  # norm
-        + hidden_dim * intermediate_dim + intermediate_dim  # fc1
+        + hidden_dim * intermediate_dim
+        + intermediate_dim  # fc1
         + intermediate_dim  # gate.norm over half the channels
-        + tokens * tokens + tokens  # gate.proj
-        + intermediate_dim // 2 * hidden_dim + hidden_dim  # fc2
+        + tokens * tokens
+        + tokens  # gate.proj
+        + intermediate_dim // 2 * hidden_dim
+        + hidden_dim  # fc2
     )
     return _with_stem_norm_and_head(num_blocks * block, hidden_dim, patch_size)
 
@@ -22,8 +25,13 @@ def mixer_params(num_blocks, hidden_dim, tokens_dim, channels_dim, patch_size, t
     """timm's Mixer count, summed tensor by tensor from its layout."""
     block = (
         4 * hidden_dim  # norm1, norm2
-        + tokens * tokens_dim + tokens_dim + tokens_dim * tokens + tokens
-        + hidden_dim * channels_dim + channels_dim + channels_dim * hidden_dim
+        + tokens * tokens_dim
+        + tokens_dim
+        + tokens_dim * tokens
+        + tokens
+        + hidden_dim * channels_dim
+        + channels_dim
+        + channels_dim * hidden_dim
         + hidden_dim
     )
     return _with_stem_norm_and_head(num_blocks * block, hidden_dim, patch_size)
@@ -45,8 +53,11 @@ VARIANTS = {**GMLP_IMAGE_VARIANTS, **MLP_MIXER_VARIANTS}
 def test_gmlp_table_counts_follow_from_its_sizes(name):
     variant = GMLP_IMAGE_VARIANTS[name]
     assert variant["params"] == gmlp_params(
-        variant["num_blocks"], variant["hidden_dim"],
-        variant["intermediate_dim"], variant["patch_size"], _tokens(variant),
+        variant["num_blocks"],
+        variant["hidden_dim"],
+        variant["intermediate_dim"],
+        variant["patch_size"],
+        _tokens(variant),
     )
 
 
@@ -54,8 +65,12 @@ def test_gmlp_table_counts_follow_from_its_sizes(name):
 def test_mixer_table_counts_follow_from_its_sizes(name):
     variant = MLP_MIXER_VARIANTS[name]
     assert variant["params"] == mixer_params(
-        variant["num_blocks"], variant["hidden_dim"], variant["tokens_mlp_dim"],
-        variant["channels_mlp_dim"], variant["patch_size"], _tokens(variant),
+        variant["num_blocks"],
+        variant["hidden_dim"],
+        variant["tokens_mlp_dim"],
+        variant["channels_mlp_dim"],
+        variant["patch_size"],
+        _tokens(variant),
     )
 
 

@@ -18,7 +18,9 @@ from tests.applications.helpers import fixture_path
 def torch_resize(array, source_grid, target_grid, axis):
     """Reference: torch's bilinear resize (half-pixel centres) of one token axis."""
     moved = np.moveaxis(array, axis, -1)
-    grids = torch.from_numpy(moved.reshape((-1, 1) + tuple(source_grid)).astype("float64"))
+    grids = torch.from_numpy(
+        moved.reshape((-1, 1) + tuple(source_grid)).astype("float64")
+    )
     resized = torch.nn.functional.interpolate(
         grids, size=tuple(target_grid), mode="bilinear", align_corners=False
     ).numpy()
@@ -64,8 +66,9 @@ def test_checkpoint_grid_inference():
 def test_gmlp_spatial_weights_are_resampled_on_load(tmp_path):
     state = load_file(fixture_path("gmlp", ".safetensors"))
     # 4x6 grid in the checkpoint, 8x12 in the model (same aspect ratio).
-    model = build_tiny("gmlp", input_shape=(64, 96, 3),
-                       weights=fixture_path("gmlp", ".safetensors"))
+    model = build_tiny(
+        "gmlp", input_shape=(64, 96, 3), weights=fixture_path("gmlp", ".safetensors")
+    )
     sgu = model.get_layer("blocks_1").spatial_gating_unit
     weight = state["blocks.1.mlp_channels.gate.proj.weight"]
     expected = torch_resize(weight, (4, 6), (8, 12), 0)
@@ -73,7 +76,9 @@ def test_gmlp_spatial_weights_are_resampled_on_load(tmp_path):
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(sgu.kernel)[0], expected, atol=1e-5
     )
-    bias = torch_resize(state["blocks.1.mlp_channels.gate.proj.bias"], (4, 6), (8, 12), 0)
+    bias = torch_resize(
+        state["blocks.1.mlp_channels.gate.proj.bias"], (4, 6), (8, 12), 0
+    )
     np.testing.assert_allclose(keras.ops.convert_to_numpy(sgu.bias)[0], bias, atol=1e-5)
     # Channel weights are untouched.
     np.testing.assert_array_equal(
@@ -84,13 +89,15 @@ def test_gmlp_spatial_weights_are_resampled_on_load(tmp_path):
 
 def test_mixer_token_mlp_is_resampled_on_load():
     state = load_file(fixture_path("mixer", ".safetensors"))
-    model = build_tiny("mixer", input_shape=(64, 96, 3),
-                       weights=fixture_path("mixer", ".safetensors"))
+    model = build_tiny(
+        "mixer", input_shape=(64, 96, 3), weights=fixture_path("mixer", ".safetensors")
+    )
     block = model.get_layer("blocks_0")
     fc1 = torch_resize(state["blocks.0.mlp_tokens.fc1.weight"], (4, 6), (8, 12), 1)
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(block.token_expand_dense.kernel),
-        fc1.T * (24 / 96), atol=1e-5,
+        fc1.T * (24 / 96),
+        atol=1e-5,
     )
     fc2 = torch_resize(state["blocks.0.mlp_tokens.fc2.weight"], (4, 6), (8, 12), 0)
     np.testing.assert_allclose(
@@ -120,14 +127,24 @@ def test_trained_model_keeps_its_predictions_at_another_resolution():
     train, test = order[:1400], order[1400:]
 
     def upsampled(size):
-        return torch_resize(
-            images[..., 0].reshape(len(images), 64), (8, 8), (size, size), 1
-        ).reshape(len(images), size, size, 1).astype("float32")
+        return (
+            torch_resize(
+                images[..., 0].reshape(len(images), 64), (8, 8), (size, size), 1
+            )
+            .reshape(len(images), size, size, 1)
+            .astype("float32")
+        )
 
     def build(size):
-        return gMLP(num_blocks=2, hidden_dim=32, intermediate_dim=64,
-                    patch_size=2, input_shape=(size, size, 1), classes=10,
-                    classifier_activation=None)
+        return gMLP(
+            num_blocks=2,
+            hidden_dim=32,
+            intermediate_dim=64,
+            patch_size=2,
+            input_shape=(size, size, 1),
+            classes=10,
+            classifier_activation=None,
+        )
 
     model = build(16)
     model.compile(

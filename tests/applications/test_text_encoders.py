@@ -23,10 +23,13 @@ def masked_lm_parameters(
     gate = d_ffn // 2
     block = (
         2 * d_model  # pre-norm
-        + d_model * d_ffn + d_ffn  # channel expansion
+        + d_model * d_ffn
+        + d_ffn  # channel expansion
         + 2 * gate  # SGU norm
-        + n * n + n  # spatial projection W, b
-        + gate * d_model + d_model  # channel projection back
+        + n * n
+        + n  # spatial projection W, b
+        + gate * d_model
+        + d_model  # channel projection back
     )
     if attention_dim is not None:
         block += d_model * 3 * attention_dim  # q, k, v (no bias)
@@ -56,9 +59,7 @@ def test_builders_follow_the_paper_configuration(name):
     from keras_gmlp.utils.variants import GMLP_TEXT_VARIANTS
 
     num_layers, d_model, d_ffn, attention_dim, paper = PAPER[name]
-    (variant,) = [
-        row for row in GMLP_TEXT_VARIANTS.values() if row["builder"] == name
-    ]
+    (variant,) = [row for row in GMLP_TEXT_VARIANTS.values() if row["builder"] == name]
     config = {key: variant[key] for key in BACKBONE_ARGUMENTS}
     assert config == {
         "num_layers": num_layers,

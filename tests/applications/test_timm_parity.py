@@ -8,7 +8,6 @@ from safetensors.numpy import load_file
 
 from keras_gmlp.applications import load_timm_weights
 from keras_gmlp.applications import timm_state_dict
-
 from tests.applications.helpers import build_tiny
 from tests.applications.helpers import fixture_path
 
@@ -38,7 +37,9 @@ def test_softmax_top_and_external_preprocessing(family):
     golden = np.load(fixture_path(family, ".npz"))
     path = fixture_path(family, ".safetensors")
     model = build_tiny(
-        family, weights=path, classifier_activation="softmax",
+        family,
+        weights=path,
+        classifier_activation="softmax",
         include_preprocessing=False,
     )
     probabilities = keras.ops.convert_to_numpy(model(golden["images"] / 127.5 - 1))
@@ -66,7 +67,9 @@ def test_exported_safetensors_file_holds_timm_tensors(family, tmp_path):
 
     golden = np.load(fixture_path(family, ".npz"))
     source = load_file(fixture_path(family, ".safetensors"))
-    exported = timm_state_dict(build_tiny(family, weights=fixture_path(family, ".safetensors")))
+    exported = timm_state_dict(
+        build_tiny(family, weights=fixture_path(family, ".safetensors"))
+    )
     for key in source:
         assert exported[key].flags.c_contiguous, key
     numpy_path = str(tmp_path / "numpy.safetensors")

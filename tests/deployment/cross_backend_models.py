@@ -51,9 +51,7 @@ def make_inputs():
     )
     prompt_mask = np.arange(SEQUENCE_LENGTH)[None, :] < np.array([[3], [2]])
     return {
-        "images": rng.standard_normal((2, IMAGE_SIZE, IMAGE_SIZE, 3)).astype(
-            "float32"
-        ),
+        "images": rng.standard_normal((2, IMAGE_SIZE, IMAGE_SIZE, 3)).astype("float32"),
         "token_ids": token_ids.astype("int32"),
         "padding_mask": padding_mask.astype("int32"),
         "mask_positions": np.array([[1, 6], [0, 3]], dtype="int32"),

@@ -38,7 +38,12 @@ def test_saved_models_load_on_the_other_backends(tmp_path):
     for backend in (b for b in BACKENDS if b != keras.config.backend()):
         env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT)
         workers[backend] = subprocess.Popen(
-            [sys.executable, "-m", "tests.deployment._cross_backend_worker", str(tmp_path)],
+            [
+                sys.executable,
+                "-m",
+                "tests.deployment._cross_backend_worker",
+                str(tmp_path),
+            ],
             env=env,
             cwd=ROOT,
             stdout=subprocess.DEVNULL,

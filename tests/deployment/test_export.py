@@ -87,9 +87,11 @@ def run_artifact(export_format, path, x):
         artifact = tf.saved_model.load(path)  # keeps the variables alive
         serve = artifact.serve
         result = serve(named) if named else serve(x)
-        return [np.asarray(result[k]) for k in sorted(result)] if isinstance(
-            result, dict
-        ) else [np.asarray(result)]
+        return (
+            [np.asarray(result[k]) for k in sorted(result)]
+            if isinstance(result, dict)
+            else [np.asarray(result)]
+        )
     if export_format == "openvino":
         import openvino
 
@@ -100,7 +102,10 @@ def run_artifact(export_format, path, x):
         )
         # Keras names the inputs after the signature's dict keys.
         feed = (
-            {spec.get_any_name(): named[spec.get_any_name()] for spec in compiled.inputs}
+            {
+                spec.get_any_name(): named[spec.get_any_name()]
+                for spec in compiled.inputs
+            }
             if named
             else [x]
         )
@@ -114,7 +119,11 @@ def run_artifact(export_format, path, x):
         feed = {}
         for spec in session.get_inputs():
             # tf2onnx names the inputs after the signature: args_0_<key>.
-            key = next((k for k in named if spec.name.endswith(k)), None) if named else None
+            key = (
+                next((k for k in named if spec.name.endswith(k)), None)
+                if named
+                else None
+            )
             feed[spec.name] = named[key] if named else x
         names = [o.name for o in session.get_outputs()]
         outputs = dict(zip(names, session.run(None, feed)))
@@ -132,9 +141,11 @@ def run_artifact(export_format, path, x):
         ]
     rows = []
     for row in range(len(next(iter(named.values())) if named else x)):
-        values = [named[k][row : row + 1] for k in sorted(named)] if named else [
-            x[row : row + 1]
-        ]
+        values = (
+            [named[k][row : row + 1] for k in sorted(named)]
+            if named
+            else [x[row : row + 1]]
+        )
         result = runner(**dict(zip(input_names, values)))
         rows.append([np.asarray(result[k]) for k in sorted(result)])
     return [np.concatenate(parts) for parts in zip(*rows)]

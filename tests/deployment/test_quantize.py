@@ -35,7 +35,9 @@ def quantize_and_compare(model, inputs, tmp_path):
     path = tmp_path / "quantized.keras"
     model.save(path)
     reloaded = keras.saving.load_model(path)
-    np.testing.assert_allclose(as_numpy(reloaded(inputs)), quantized, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        as_numpy(reloaded(inputs)), quantized, rtol=1e-6, atol=1e-6
+    )
 
 
 @pytest.mark.slow

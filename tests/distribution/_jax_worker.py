@@ -32,17 +32,28 @@ BATCH, STEPS = 16, 3
 
 def small_gmlp(intermediate_dim=64):
     return gMLP(
-        num_blocks=2, hidden_dim=16, intermediate_dim=intermediate_dim,
-        patch_size=2, input_shape=(8, 8, 3), classes=10,
-        classifier_activation=None, include_preprocessing=False,
+        num_blocks=2,
+        hidden_dim=16,
+        intermediate_dim=intermediate_dim,
+        patch_size=2,
+        input_shape=(8, 8, 3),
+        classes=10,
+        classifier_activation=None,
+        include_preprocessing=False,
     )
 
 
 def small_mixer():
     return MLPMixer(
-        num_blocks=2, hidden_dim=16, tokens_mlp_dim=8, channels_mlp_dim=64,
-        patch_size=2, input_shape=(8, 8, 3), classes=10,
-        classifier_activation=None, include_preprocessing=False,
+        num_blocks=2,
+        hidden_dim=16,
+        tokens_mlp_dim=8,
+        channels_mlp_dim=64,
+        patch_size=2,
+        input_shape=(8, 8, 3),
+        classes=10,
+        classifier_activation=None,
+        include_preprocessing=False,
     )
 
 
@@ -50,8 +61,13 @@ def small_backbone():
     from keras_gmlp.models import gMLPBackbone
 
     return gMLPBackbone(
-        vocabulary_size=96, num_layers=2, hidden_dim=16, intermediate_dim=64,
-        max_sequence_length=8, attention_dim=8, dropout=0.0,
+        vocabulary_size=96,
+        num_layers=2,
+        hidden_dim=16,
+        intermediate_dim=64,
+        max_sequence_length=8,
+        attention_dim=8,
+        dropout=0.0,
     )
 
 
@@ -82,8 +98,15 @@ def fit_losses(build, weights, distribution=None):
         )
         x, y = data()
         record = BatchLosses()
-        model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False,
-                  callbacks=[record], verbose=0)
+        model.fit(
+            x,
+            y,
+            batch_size=BATCH,
+            epochs=1,
+            shuffle=False,
+            callbacks=[record],
+            verbose=0,
+        )
     return model, record.losses
 
 
@@ -190,11 +213,13 @@ def main():
             "sharded_variables": sum(
                 any(a is not None for a in sharding_axes(v)) for v in sharded.weights
             ),
-            "warnings": [str(w.message) for w in caught
-                         if issubclass(w.category, UserWarning)],
+            "warnings": [
+                str(w.message) for w in caught if issubclass(w.category, UserWarning)
+            ],
         }
     results["unmatched_rules"] = [
-        pattern for pattern, _ in _RULES
+        pattern
+        for pattern, _ in _RULES
         if not any(re.fullmatch(pattern, path) for path in all_paths)
     ]
 
@@ -220,10 +245,12 @@ def main():
             got = np.asarray(compiled_call(fallback, x[:BATCH]))
     expected = np.asarray(reference(x[:BATCH], training=False))
     results["fallback"] = {
-        "warnings": [str(w.message) for w in caught
-                     if issubclass(w.category, UserWarning)],
-        "shardings": {v.path: sharding_axes(v) for v in fallback.weights
-                      if "blocks_0" in v.path},
+        "warnings": [
+            str(w.message) for w in caught if issubclass(w.category, UserWarning)
+        ],
+        "shardings": {
+            v.path: sharding_axes(v) for v in fallback.weights if "blocks_0" in v.path
+        },
         "max_output_diff": float(np.max(np.abs(expected - got))),
     }
     # Keras' own ModelParallel with the same map: what happens.

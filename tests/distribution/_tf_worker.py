@@ -29,8 +29,13 @@ BATCH, STEPS = 16, 3
 
 def small_gmlp():
     return gMLP(
-        num_blocks=2, hidden_dim=16, intermediate_dim=64, patch_size=2,
-        input_shape=(8, 8, 3), classes=10, classifier_activation=None,
+        num_blocks=2,
+        hidden_dim=16,
+        intermediate_dim=64,
+        patch_size=2,
+        input_shape=(8, 8, 3),
+        classes=10,
+        classifier_activation=None,
         include_preprocessing=False,
     )
 
@@ -55,8 +60,9 @@ def fit_losses(weights, strategy):
     x = rng.uniform(-1, 1, (BATCH * STEPS, 8, 8, 3)).astype("float32")
     y = rng.integers(0, 10, (BATCH * STEPS,))
     record = BatchLosses()
-    model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False,
-              callbacks=[record], verbose=0)
+    model.fit(
+        x, y, batch_size=BATCH, epochs=1, shuffle=False, callbacks=[record], verbose=0
+    )
     return model, record.losses
 
 

@@ -29,7 +29,10 @@ def run_worker(script):
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
         [sys.executable, os.path.join(HERE, script)],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout)
@@ -51,14 +54,31 @@ def model_paths():
     from keras_gmlp.models import gMLPBackbone
 
     models = (
-        gMLP(num_blocks=1, hidden_dim=16, intermediate_dim=64, patch_size=2,
-             input_shape=(8, 8, 3), classes=10),
-        MLPMixer(num_blocks=1, hidden_dim=16, tokens_mlp_dim=8,
-                 channels_mlp_dim=64, patch_size=2, input_shape=(8, 8, 3),
-                 classes=10),
-        gMLPBackbone(vocabulary_size=96, num_layers=1, hidden_dim=16,
-                     intermediate_dim=64, max_sequence_length=8,
-                     attention_dim=8),
+        gMLP(
+            num_blocks=1,
+            hidden_dim=16,
+            intermediate_dim=64,
+            patch_size=2,
+            input_shape=(8, 8, 3),
+            classes=10,
+        ),
+        MLPMixer(
+            num_blocks=1,
+            hidden_dim=16,
+            tokens_mlp_dim=8,
+            channels_mlp_dim=64,
+            patch_size=2,
+            input_shape=(8, 8, 3),
+            classes=10,
+        ),
+        gMLPBackbone(
+            vocabulary_size=96,
+            num_layers=1,
+            hidden_dim=16,
+            intermediate_dim=64,
+            max_sequence_length=8,
+            attention_dim=8,
+        ),
     )
     return [v.path for model in models for v in model.weights]
 
@@ -107,7 +127,8 @@ def test_layout_map_custom_axis_names():
         (4, 2), ("data", "tensor"), devices=[f"cpu:{i}" for i in range(8)]
     )
     layout_map = get_layout_map(
-        device_mesh, model_parallel_dim_name="tensor",
+        device_mesh,
+        model_parallel_dim_name="tensor",
         data_parallel_dim_name="data",
     )
     assert layout_map["blocks_0/expand/kernel"].axes == (None, "tensor")

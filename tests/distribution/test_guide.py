@@ -17,7 +17,10 @@ def test_distributed_training_guide_runs():
         os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2"
     )
     result = subprocess.run(
-        [sys.executable, GUIDE], env=env, capture_output=True, text=True,
+        [sys.executable, GUIDE],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]

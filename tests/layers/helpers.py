@@ -4,7 +4,9 @@ import keras
 import numpy as np
 
 
-def random_block_weights(rng, hidden, intermediate, length, attention_dim=None, heads=1):
+def random_block_weights(
+    rng, hidden, intermediate, length, attention_dim=None, heads=1
+):
     """Random gMLP block weights, large enough that every term matters."""
     half = intermediate // 2
     w = {
@@ -20,8 +22,12 @@ def random_block_weights(rng, hidden, intermediate, length, attention_dim=None, 
         "V_bias": 0.1 * rng.standard_normal(hidden),
     }
     if attention_dim is not None:
-        w["qkv_kernel"] = rng.standard_normal((hidden, 3 * attention_dim)) / np.sqrt(hidden)
-        w["attn_out_kernel"] = rng.standard_normal((attention_dim, half)) / np.sqrt(attention_dim)
+        w["qkv_kernel"] = rng.standard_normal((hidden, 3 * attention_dim)) / np.sqrt(
+            hidden
+        )
+        w["attn_out_kernel"] = rng.standard_normal((attention_dim, half)) / np.sqrt(
+            attention_dim
+        )
         w["attn_out_bias"] = 0.1 * rng.standard_normal(half)
     return w
 
@@ -77,7 +83,9 @@ def to_numpy(x):
 # (rates, whether training changes the output) for a block's dropout and
 # stochastic depth.
 REGULARISATION_CASES = [
-    ({}, False), ({"dropout": 0.3}, True), ({"drop_path_rate": 0.5}, True),
+    ({}, False),
+    ({"dropout": 0.3}, True),
+    ({"drop_path_rate": 0.5}, True),
 ]
 
 

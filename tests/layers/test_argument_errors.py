@@ -1,7 +1,6 @@
 """Bad calls raise a ValueError naming the argument, the same on every
 backend, instead of an error from inside a backend."""
 
-import keras
 import numpy as np
 import pytest
 
@@ -37,15 +36,13 @@ def blocks():
             (1, 6, 4),
         ),
         "SpatialGatingUnit": built(SpatialGatingUnit(sequence_length=6), (1, 6, 4)),
-        "TinyAttention": built(
-            TinyAttention(attention_dim=2, output_dim=3), (1, 6, 4)
-        ),
+        "TinyAttention": built(TinyAttention(attention_dim=2, output_dim=3), (1, 6, 4)),
     }
 
 
 @pytest.mark.parametrize("shape", [(6, 4), (1, 1, 6, 4)], ids=["rank2", "rank4"])
 def test_built_block_refuses_input_of_wrong_rank(blocks, shape):
-    for name, layer in blocks.items():
+    for layer in blocks.values():
         with pytest.raises(ValueError, match=r"`inputs` of rank 3.*inputs\.shape"):
             layer(np.zeros(shape, "float32"))
 
@@ -56,11 +53,14 @@ def test_padding_mask_must_match_inputs(blocks):
             continue
         for mask_shape in [(1, 5), (2, 6), (1, 6, 1)]:
             with pytest.raises(ValueError, match=r"`padding_mask`.*Received"):
-                layer(np.zeros((1, 6, 4), "float32"), padding_mask=np.ones(mask_shape, bool))
+                layer(
+                    np.zeros((1, 6, 4), "float32"),
+                    padding_mask=np.ones(mask_shape, bool),
+                )
 
 
 def test_zero_length_input_is_refused(blocks):
-    for name, layer in blocks.items():
+    for layer in blocks.values():
         with pytest.raises(ValueError, match="at least one token|inputs.shape"):
             layer(np.zeros((1, 0, 4), "float32"))
 

@@ -17,7 +17,9 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "amlp_block.
 
 
 def _block(rng, attention_dim=None, causal=False, length=10, **kwargs):
-    block = gMLPBlock(8, 12, length, attention_dim=attention_dim, causal=causal, **kwargs)
+    block = gMLPBlock(
+        8, 12, length, attention_dim=attention_dim, causal=causal, **kwargs
+    )
     block.build((None, None, 8))
     w = random_block_weights(rng, 8, 12, length, attention_dim=attention_dim)
     assign_block_weights(block, w)
@@ -59,9 +61,14 @@ def test_initial_block_is_plain_gated_ffn(rng):
     x = rng.standard_normal((2, 8, 16)).astype("float32")
     branch = to_numpy(block(x)) - x
     norm = ref.layer_norm(
-        x.astype(np.float64), to_numpy(block.norm.gamma), to_numpy(block.norm.beta), 1e-6
+        x.astype(np.float64),
+        to_numpy(block.norm.gamma),
+        to_numpy(block.norm.beta),
+        1e-6,
     )
-    z = ref.gelu(norm @ to_numpy(block.expand_dense.kernel) + to_numpy(block.expand_dense.bias))
+    z = ref.gelu(
+        norm @ to_numpy(block.expand_dense.kernel) + to_numpy(block.expand_dense.bias)
+    )
     u = z[..., :16]
     ffn = u @ to_numpy(block.output_dense.kernel) + to_numpy(block.output_dense.bias)
     scale = max(1.0, np.abs(ffn).max())
@@ -70,9 +77,7 @@ def test_initial_block_is_plain_gated_ffn(rng):
 
 @pytest.mark.parametrize("attention_dim", [None, 4])
 def test_causal_block_never_looks_ahead(rng, attention_dim):
-    block, _ = _block(
-        rng, attention_dim, causal=True, drop_path_rate=0.5, dropout=0.2
-    )
+    block, _ = _block(rng, attention_dim, causal=True, drop_path_rate=0.5, dropout=0.2)
     x = rng.standard_normal((3, 10, 8)).astype("float32")
     changed = x.copy()
     changed[:, 6:] = rng.standard_normal((3, 4, 8))
@@ -117,8 +122,16 @@ def test_keras_save_load_identity(rng, tmp_path):
 
 def test_config_round_trip():
     block = gMLPBlock(
-        32, 64, 16, attention_dim=8, causal=True, num_heads=2,
-        drop_path_rate=0.1, dropout=0.1, layer_norm_epsilon=1e-5, name="b0",
+        32,
+        64,
+        16,
+        attention_dim=8,
+        causal=True,
+        num_heads=2,
+        drop_path_rate=0.1,
+        dropout=0.1,
+        layer_norm_epsilon=1e-5,
+        name="b0",
     )
     clone = gMLPBlock.from_config(block.get_config())
     assert clone.get_config() == block.get_config()
@@ -141,7 +154,9 @@ def test_fit_step_reaches_spatial_weights(rng):
     model.fit(
         rng.standard_normal((4, 10, 8)).astype("float32"),
         rng.standard_normal((4, 10, 8)).astype("float32"),
-        epochs=1, batch_size=4, verbose=0,
+        epochs=1,
+        batch_size=4,
+        verbose=0,
     )
     for old, variable in zip(before, (sgu.kernel, sgu.bias)):
         assert np.abs(to_numpy(variable) - old).max() > 1e-4
@@ -197,7 +212,8 @@ def test_cache_requires_causal_block(rng):
     with pytest.raises(ValueError, match="causal"):
         block(
             np.zeros((1, 1, 8), "float32"),
-            cache=block.initial_cache(1, 10), cache_update_index=0,
+            cache=block.initial_cache(1, 10),
+            cache_update_index=0,
         )
 
 

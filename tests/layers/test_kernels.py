@@ -41,7 +41,10 @@ def outputs_in_each_form(function):
 
 
 def assert_forms_agree(results, expected=None):
-    fast, plain = keras.tree.flatten(results["fast"]), keras.tree.flatten(results["plain"])
+    fast, plain = (
+        keras.tree.flatten(results["fast"]),
+        keras.tree.flatten(results["plain"]),
+    )
     for fast_value, plain_value in zip(fast, plain):
         np.testing.assert_allclose(fast_value, plain_value, **ROUND_OFF)
     if expected is not None:
@@ -182,8 +185,12 @@ def test_spatial_gating_unit_in_each_form(rng, causal, heads):
     randomise_every_weight(unit, rng)
     results = outputs_in_each_form(lambda: unit(x, padding_mask=mask))
     expected = ref.spatial_gating_unit(
-        x.astype("float64"), to_numpy(unit.kernel), to_numpy(unit.bias),
-        to_numpy(unit.norm.gamma), to_numpy(unit.norm.beta), mask=mask,
+        x.astype("float64"),
+        to_numpy(unit.kernel),
+        to_numpy(unit.bias),
+        to_numpy(unit.norm.gamma),
+        to_numpy(unit.norm.beta),
+        mask=mask,
         causal=causal,
     )
     real = mask[:, :, None]
@@ -256,7 +263,10 @@ def test_saved_files_do_not_name_the_layer_norm_subclass(tmp_path):
     from keras_gmlp.models import gMLPBackbone
 
     backbone = gMLPBackbone(
-        vocabulary_size=20, num_layers=1, hidden_dim=8, intermediate_dim=16,
+        vocabulary_size=20,
+        num_layers=1,
+        hidden_dim=8,
+        intermediate_dim=16,
         max_sequence_length=8,
     )
     classifier = gMLPTi(weights=None, input_shape=(32, 32, 3), classes=3)

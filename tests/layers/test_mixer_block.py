@@ -9,28 +9,46 @@ from tests.layers.helpers import to_numpy
 
 
 def test_forward_matches_numpy(rng):
-    block = MixerBlock(hidden_dim=6, tokens_mlp_dim=5, channels_mlp_dim=10, sequence_length=4)
+    block = MixerBlock(
+        hidden_dim=6, tokens_mlp_dim=5, channels_mlp_dim=10, sequence_length=4
+    )
     block.build((None, 4, 6))
     shapes = {
-        "norm1_gamma": (6,), "norm1_beta": (6,),
-        "tok_fc1": (4, 5), "tok_fc1_bias": (5,), "tok_fc2": (5, 4), "tok_fc2_bias": (4,),
-        "norm2_gamma": (6,), "norm2_beta": (6,),
-        "ch_fc1": (6, 10), "ch_fc1_bias": (10,), "ch_fc2": (10, 6), "ch_fc2_bias": (6,),
+        "norm1_gamma": (6,),
+        "norm1_beta": (6,),
+        "tok_fc1": (4, 5),
+        "tok_fc1_bias": (5,),
+        "tok_fc2": (5, 4),
+        "tok_fc2_bias": (4,),
+        "norm2_gamma": (6,),
+        "norm2_beta": (6,),
+        "ch_fc1": (6, 10),
+        "ch_fc1_bias": (10,),
+        "ch_fc2": (10, 6),
+        "ch_fc2_bias": (6,),
     }
     w = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
     targets = [
-        block.token_norm.gamma, block.token_norm.beta,
-        block.token_expand_dense.kernel, block.token_expand_dense.bias,
-        block.token_output_dense.kernel, block.token_output_dense.bias,
-        block.channel_norm.gamma, block.channel_norm.beta,
-        block.channel_expand_dense.kernel, block.channel_expand_dense.bias,
-        block.channel_output_dense.kernel, block.channel_output_dense.bias,
+        block.token_norm.gamma,
+        block.token_norm.beta,
+        block.token_expand_dense.kernel,
+        block.token_expand_dense.bias,
+        block.token_output_dense.kernel,
+        block.token_output_dense.bias,
+        block.channel_norm.gamma,
+        block.channel_norm.beta,
+        block.channel_expand_dense.kernel,
+        block.channel_expand_dense.bias,
+        block.channel_output_dense.kernel,
+        block.channel_output_dense.bias,
     ]
     for variable, name in zip(targets, shapes):
         variable.assign(w[name])
     x = rng.standard_normal((3, 4, 6))
     got = block(x.astype("float32"))
-    np.testing.assert_allclose(to_numpy(got), ref.mixer_block(x, w), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(got), ref.mixer_block(x, w), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_config_round_trip():
@@ -46,10 +64,15 @@ def test_wrong_token_count():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"tokens_mlp_dim": 0}, "tokens_mlp_dim"), ({"drop_path_rate": 1.0}, "drop_path_rate")],
+    [
+        ({"tokens_mlp_dim": 0}, "tokens_mlp_dim"),
+        ({"drop_path_rate": 1.0}, "drop_path_rate"),
+    ],
 )
 def test_bad_arguments(kwargs, message):
-    arguments = dict(hidden_dim=8, tokens_mlp_dim=4, channels_mlp_dim=16, sequence_length=9)
+    arguments = dict(
+        hidden_dim=8, tokens_mlp_dim=4, channels_mlp_dim=16, sequence_length=9
+    )
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=message):
         MixerBlock(**arguments)

@@ -36,7 +36,9 @@ def permute_images(images, token_order, pixel_order):
     within each patch is pixel pixel_order[q]."""
     batch, channels = images.shape[0], images.shape[-1]
     patches = images.reshape(batch, ROWS, PATCH, COLUMNS, PATCH, channels)
-    patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(batch, TOKENS, PATCH * PATCH, channels)
+    patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(
+        batch, TOKENS, PATCH * PATCH, channels
+    )
     patches = patches[:, token_order][:, :, pixel_order]
     patches = patches.reshape(batch, ROWS, COLUMNS, PATCH, PATCH, channels)
     return patches.transpose(0, 1, 3, 2, 4, 5).reshape(images.shape)

@@ -17,9 +17,7 @@ POISONS = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38], dtype="float32")
 
 def inputs_and_mask(channels):
     rng = np.random.default_rng(3)
-    clean = rng.standard_normal((len(REAL_LENGTHS), LENGTH, channels)).astype(
-        "float32"
-    )
+    clean = rng.standard_normal((len(REAL_LENGTHS), LENGTH, channels)).astype("float32")
     mask = np.arange(LENGTH)[None, :] < REAL_LENGTHS[:, None]
     poisoned = np.where(mask[:, :, None], clean, POISONS[:, None, None])
     zeroed = np.where(mask[:, :, None], clean, np.float32(0))

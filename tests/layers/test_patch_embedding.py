@@ -37,4 +37,7 @@ def test_patch_must_divide_image():
 
 def test_config_round_trip():
     layer = PatchEmbedding(16, 32)
-    assert PatchEmbedding.from_config(layer.get_config()).get_config() == layer.get_config()
+    assert (
+        PatchEmbedding.from_config(layer.get_config()).get_config()
+        == layer.get_config()
+    )

@@ -75,9 +75,7 @@ def test_block_lengths_masks_and_dtypes(
 
 
 @CHEAP
-@given(
-    sequence_length=ANY_INT, num_heads=ANY_INT, channels=st.integers(1, 9)
-)
+@given(sequence_length=ANY_INT, num_heads=ANY_INT, channels=st.integers(1, 9))
 def test_spatial_gating_unit_arguments(sequence_length, num_heads, channels):
     try:
         sgu = SpatialGatingUnit(sequence_length=sequence_length, num_heads=num_heads)

@@ -32,8 +32,15 @@ def test_forward_matches_numpy(rng, causal, heads):
         attention_output=attention_output.astype("float32"),
     )
     want = ref.spatial_gating_unit(
-        z, w["W"], w["b"], w["sgu_gamma"], w["sgu_beta"], 1e-5,
-        mask=mask, causal=causal, attention_output=attention_output,
+        z,
+        w["W"],
+        w["b"],
+        w["sgu_gamma"],
+        w["sgu_beta"],
+        1e-5,
+        mask=mask,
+        causal=causal,
+        attention_output=attention_output,
     )
     np.testing.assert_allclose(to_numpy(got), want, atol=1e-5, rtol=1e-5)
 

@@ -36,4 +36,7 @@ def test_bad_rate(rate):
 
 def test_config_round_trip():
     layer = StochasticDepth(0.2, seed=7)
-    assert StochasticDepth.from_config(layer.get_config()).get_config() == layer.get_config()
+    assert (
+        StochasticDepth.from_config(layer.get_config()).get_config()
+        == layer.get_config()
+    )

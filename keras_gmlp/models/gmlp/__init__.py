@@ -3,13 +3,9 @@
 from keras_gmlp.models.gmlp.causal_lm_perplexity import CausalLMPerplexity
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm import gMLPCausalLM
-from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
-    gMLPCausalLMPreprocessor,
-)
+from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import gMLPCausalLMPreprocessor
 from keras_gmlp.models.gmlp.gmlp_masked_lm import gMLPMaskedLM
-from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import (
-    gMLPMaskedLMPreprocessor,
-)
+from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import gMLPMaskedLMPreprocessor
 from keras_gmlp.models.gmlp.gmlp_text_classifier import gMLPTextClassifier
 from keras_gmlp.models.gmlp.gmlp_text_classifier_preprocessor import (
     gMLPTextClassifierPreprocessor,

@@ -103,12 +103,18 @@ def check_input_values(inputs, vocabulary_size, num_segments, owner):
         return
     if "token_ids" in inputs:
         check_id_range(
-            inputs["token_ids"], vocabulary_size, "token_ids", owner,
+            inputs["token_ids"],
+            vocabulary_size,
+            "token_ids",
+            owner,
             "vocabulary_size",
         )
     if "segment_ids" in inputs:
         check_id_range(
-            inputs["segment_ids"], num_segments, "segment_ids", owner,
+            inputs["segment_ids"],
+            num_segments,
+            "segment_ids",
+            owner,
             "num_segments",
         )
 
@@ -136,10 +142,7 @@ def check_preprocessor_matches(backbone, preprocessor, owner):
     if preprocessor is None:
         return
     sequence_length = getattr(preprocessor, "sequence_length", None)
-    if (
-        sequence_length is not None
-        and sequence_length > backbone.max_sequence_length
-    ):
+    if sequence_length is not None and sequence_length > backbone.max_sequence_length:
         raise ValueError(
             f"{owner}: the preprocessor packs sequences of "
             f"sequence_length={sequence_length}, longer than the backbone's "
@@ -201,6 +204,4 @@ class CheckedTextSteps(CheckedSteps):
         backbone = getattr(self, "backbone", self)
         owner = self.__class__.__name__
         check_input_shapes(x, backbone.max_sequence_length, owner)
-        check_input_values(
-            x, backbone.vocabulary_size, backbone.num_segments, owner
-        )
+        check_input_values(x, backbone.vocabulary_size, backbone.num_segments, owner)

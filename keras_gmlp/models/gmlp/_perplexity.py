@@ -22,7 +22,9 @@ class TokenPerplexity(keras_hub.metrics.Perplexity):
     - `padding_token_id` as the config key, as saved models already use.
     """
 
-    def __init__(self, from_logits=True, padding_token_id=0, name=None, dtype="float32"):
+    def __init__(
+        self, from_logits=True, padding_token_id=0, name=None, dtype="float32"
+    ):
         if not isinstance(from_logits, bool):
             raise ValueError(
                 "Argument `from_logits` must be a bool. "

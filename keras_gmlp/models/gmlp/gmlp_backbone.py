@@ -41,15 +41,9 @@ def _check_backbone_arguments(
 def _functional_graph(backbone):
     """The symbolic inputs and outputs dicts of `backbone`, built by calling
     its (already created) layers on `keras.Input`s."""
-    token_id_input = keras.Input(
-        shape=(None,), dtype="int32", name="token_ids"
-    )
-    segment_id_input = keras.Input(
-        shape=(None,), dtype="int32", name="segment_ids"
-    )
-    padding_mask_input = keras.Input(
-        shape=(None,), dtype="int32", name="padding_mask"
-    )
+    token_id_input = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+    segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+    padding_mask_input = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
     x = backbone.embeddings_add(
         (
             backbone.token_embedding(token_id_input),
@@ -184,9 +178,7 @@ class gMLPBackbone(CheckedTextSteps, Backbone):
 
         # === Functional Model ===
         inputs, outputs = _functional_graph(self)
-        super().__init__(
-            inputs=inputs, outputs=outputs, dtype=dtype, **kwargs
-        )
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
@@ -227,9 +219,7 @@ class gMLPBackbone(CheckedTextSteps, Backbone):
             dtype=dtype,
             name="segment_embedding",
         )
-        self.embeddings_add = keras.layers.Add(
-            dtype=dtype, name="embeddings_add"
-        )
+        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
         self.embeddings_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
@@ -250,16 +240,12 @@ class gMLPBackbone(CheckedTextSteps, Backbone):
         self.final_layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-6, dtype=dtype, name="final_layer_norm"
         )
-        self.pooler = keras.layers.GlobalAveragePooling1D(
-            dtype=dtype, name="pooler"
-        )
+        self.pooler = keras.layers.GlobalAveragePooling1D(dtype=dtype, name="pooler")
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         # Symbolic calls go through `compute_output_spec`; this runs on real
         # (or traced) tensors, whose shapes are known.
-        check_input_shapes(
-            inputs, self.max_sequence_length, self.__class__.__name__
-        )
+        check_input_shapes(inputs, self.max_sequence_length, self.__class__.__name__)
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def get_config(self):

@@ -1,15 +1,13 @@
 import keras
-from keras import ops
 import keras_hub
+from keras import ops
 from keras_hub.models import CausalLM
 
 from keras_gmlp.layers._kernels import torch_decoder
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
-from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import (
-    gMLPCausalLMPreprocessor,
-)
+from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import gMLPCausalLMPreprocessor
 
 SAMPLER_NAMES = ("beam", "contrastive", "greedy", "random", "top_k", "top_p")
 
@@ -94,7 +92,9 @@ class gMLPCausalLM(CheckedTextSteps, CausalLM):
                 f"one of the names {SAMPLER_NAMES}. Received: sampler={sampler!r}"
             )
 
-    def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
+    def generate(
+        self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False
+    ):
         limit = self.backbone.max_sequence_length
         if max_length is None and self.preprocessor is not None:
             max_length = self.preprocessor.sequence_length
@@ -196,9 +196,7 @@ class gMLPCausalLM(CheckedTextSteps, CausalLM):
             cache_update_index = index - 1
             if fast_step is not None:
                 position = int(cache_update_index)
-                logits, hidden_states = fast_step(
-                    prompt[:, position], cache, position
-                )
+                logits, hidden_states = fast_step(prompt[:, position], cache, position)
                 return logits, hidden_states, cache
             batch_size = ops.shape(prompt)[0]
             last_token = ops.slice(prompt, [0, cache_update_index], [batch_size, 1])
@@ -221,9 +219,7 @@ class gMLPCausalLM(CheckedTextSteps, CausalLM):
             hidden_states=hidden_states,
             model=self,
         )
-        padding_mask = _generated_padding_mask(
-            token_ids, padding_mask, stop_token_ids
-        )
+        padding_mask = _generated_padding_mask(token_ids, padding_mask, stop_token_ids)
         return {"token_ids": token_ids, "padding_mask": padding_mask}
 
 

@@ -1,16 +1,14 @@
 import keras
 from keras_hub.models import CausalLMPreprocessor
 
-from keras_gmlp.models.gmlp._checks import concrete_values
 from keras_gmlp._compat import BackboneLengthFromPreset
+from keras_gmlp.models.gmlp._checks import concrete_values
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPCausalLMPreprocessor(
-    BackboneLengthFromPreset, CausalLMPreprocessor
-):
+class gMLPCausalLMPreprocessor(BackboneLengthFromPreset, CausalLMPreprocessor):
     """Tokenizes and packs text for `gMLPCausalLM`.
 
     For `fit()`, each string becomes `[CLS] tokens [SEP]`, padded to

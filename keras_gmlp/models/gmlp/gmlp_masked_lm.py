@@ -5,11 +5,9 @@ from keras_hub.models import MaskedLM
 from keras_gmlp.layers._sublayers import nested_sublayers
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
-from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
-from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import (
-    gMLPMaskedLMPreprocessor,
-)
+from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
+from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import gMLPMaskedLMPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
@@ -56,9 +54,7 @@ class gMLPMaskedLM(CheckedTextSteps, MaskedLM):
     preprocessor_cls = gMLPMaskedLMPreprocessor
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
-        check_preprocessor_matches(
-            backbone, preprocessor, self.__class__.__name__
-        )
+        check_preprocessor_matches(backbone, preprocessor, self.__class__.__name__)
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor

@@ -7,9 +7,7 @@ from keras_gmlp.models.gmlp.gmlp_tokenizer import gMLPTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPMaskedLMPreprocessor(
-    BackboneLengthFromPreset, MaskedLMPreprocessor
-):
+class gMLPMaskedLMPreprocessor(BackboneLengthFromPreset, MaskedLMPreprocessor):
     """Tokenizes, packs and masks text for `gMLPMaskedLM`.
 
     Each input (a string, a batch of strings, or a tuple of segments such

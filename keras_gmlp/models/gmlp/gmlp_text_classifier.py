@@ -3,8 +3,8 @@ from keras_hub.models import TextClassifier
 
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
-from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
+from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_text_classifier_preprocessor import (
     gMLPTextClassifierPreprocessor,
 )
@@ -67,9 +67,7 @@ class gMLPTextClassifier(CheckedTextSteps, TextClassifier):
         dropout=0.1,
         **kwargs,
     ):
-        check_preprocessor_matches(
-            backbone, preprocessor, self.__class__.__name__
-        )
+        check_preprocessor_matches(backbone, preprocessor, self.__class__.__name__)
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor

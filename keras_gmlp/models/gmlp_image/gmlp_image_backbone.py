@@ -72,9 +72,12 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
         **kwargs,
     ):
         check_backbone_arguments(
-            patch_size, num_layers, {"hidden_dim": hidden_dim,
-                                     "intermediate_dim": intermediate_dim},
-            image_shape, drop_path_rate, data_format,
+            patch_size,
+            num_layers,
+            {"hidden_dim": hidden_dim, "intermediate_dim": intermediate_dim},
+            image_shape,
+            drop_path_rate,
+            data_format,
         )
         if intermediate_dim % 2:
             raise ValueError(

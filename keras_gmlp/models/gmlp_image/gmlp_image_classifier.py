@@ -1,9 +1,7 @@
 import keras
 
-from keras_gmlp.models._patch_mlp_image_classifier import (
-    IMAGE_CLASSIFIER_DOCSTRING,
-    PatchMLPImageClassifier,
-)
+from keras_gmlp.models._patch_mlp_image_classifier import IMAGE_CLASSIFIER_DOCSTRING
+from keras_gmlp.models._patch_mlp_image_classifier import PatchMLPImageClassifier
 from keras_gmlp.models.gmlp_image.gmlp_image_backbone import gMLPImageBackbone
 from keras_gmlp.models.gmlp_image.gmlp_image_classifier_preprocessor import (
     gMLPImageClassifierPreprocessor,

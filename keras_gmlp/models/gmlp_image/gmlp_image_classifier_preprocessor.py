@@ -2,6 +2,8 @@ import keras
 
 from keras_gmlp.models._patch_mlp_image_classifier_preprocessor import (
     IMAGE_CLASSIFIER_PREPROCESSOR_DOCSTRING,
+)
+from keras_gmlp.models._patch_mlp_image_classifier_preprocessor import (
     PatchMLPImageClassifierPreprocessor,
 )
 from keras_gmlp.models.gmlp_image.gmlp_image_backbone import gMLPImageBackbone

@@ -1,9 +1,7 @@
 import keras
 
-from keras_gmlp.models._patch_mlp_image_converter import (
-    IMAGE_CONVERTER_DOCSTRING,
-    PatchMLPImageConverter,
-)
+from keras_gmlp.models._patch_mlp_image_converter import IMAGE_CONVERTER_DOCSTRING
+from keras_gmlp.models._patch_mlp_image_converter import PatchMLPImageConverter
 from keras_gmlp.models.gmlp_image.gmlp_image_backbone import gMLPImageBackbone
 
 

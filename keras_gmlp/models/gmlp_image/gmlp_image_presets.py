@@ -4,8 +4,8 @@ Each entry is named after timm's architecture and built by
 `variant_preset`, whose module says what its fields hold.
 """
 
-from keras_gmlp.utils.variants import GMLP_IMAGE_VARIANTS
 from keras_gmlp.models._variant_preset import variant_preset
+from keras_gmlp.utils.variants import GMLP_IMAGE_VARIANTS
 
 backbone_presets = {
     variant["timm_name"]: variant_preset(

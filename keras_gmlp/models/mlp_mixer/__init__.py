@@ -7,7 +7,5 @@ from keras_gmlp.models.mlp_mixer.mlp_mixer_image_classifier import (
 from keras_gmlp.models.mlp_mixer.mlp_mixer_image_classifier_preprocessor import (
     MLPMixerImageClassifierPreprocessor,
 )
-from keras_gmlp.models.mlp_mixer.mlp_mixer_image_converter import (
-    MLPMixerImageConverter,
-)
+from keras_gmlp.models.mlp_mixer.mlp_mixer_image_converter import MLPMixerImageConverter
 from keras_gmlp.models.mlp_mixer.mlp_mixer_presets import backbone_presets

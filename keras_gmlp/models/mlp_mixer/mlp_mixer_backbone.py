@@ -73,10 +73,16 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
         **kwargs,
     ):
         check_backbone_arguments(
-            patch_size, num_layers,
-            {"hidden_dim": hidden_dim, "tokens_mlp_dim": tokens_mlp_dim,
-             "channels_mlp_dim": channels_mlp_dim},
-            image_shape, drop_path_rate, data_format,
+            patch_size,
+            num_layers,
+            {
+                "hidden_dim": hidden_dim,
+                "tokens_mlp_dim": tokens_mlp_dim,
+                "channels_mlp_dim": channels_mlp_dim,
+            },
+            image_shape,
+            drop_path_rate,
+            data_format,
         )
         super().__init__(
             mixer_block_factory(hidden_dim, tokens_mlp_dim, channels_mlp_dim),

@@ -1,9 +1,7 @@
 import keras
 
-from keras_gmlp.models._patch_mlp_image_classifier import (
-    IMAGE_CLASSIFIER_DOCSTRING,
-    PatchMLPImageClassifier,
-)
+from keras_gmlp.models._patch_mlp_image_classifier import IMAGE_CLASSIFIER_DOCSTRING
+from keras_gmlp.models._patch_mlp_image_classifier import PatchMLPImageClassifier
 from keras_gmlp.models.mlp_mixer.mlp_mixer_backbone import MLPMixerBackbone
 from keras_gmlp.models.mlp_mixer.mlp_mixer_image_classifier_preprocessor import (
     MLPMixerImageClassifierPreprocessor,

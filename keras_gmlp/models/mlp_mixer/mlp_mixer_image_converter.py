@@ -1,9 +1,7 @@
 import keras
 
-from keras_gmlp.models._patch_mlp_image_converter import (
-    IMAGE_CONVERTER_DOCSTRING,
-    PatchMLPImageConverter,
-)
+from keras_gmlp.models._patch_mlp_image_converter import IMAGE_CONVERTER_DOCSTRING
+from keras_gmlp.models._patch_mlp_image_converter import PatchMLPImageConverter
 from keras_gmlp.models.mlp_mixer.mlp_mixer_backbone import MLPMixerBackbone
 
 

@@ -30,10 +30,15 @@ def block_entries(index, block):
     prefix = f"blocks.{index}"
     return (
         norm_entries(f"{prefix}.norm1", block.token_norm)
-        + dense_entries(f"{prefix}.mlp_tokens.fc1", block.token_expand_dense,
-                        "token_in_kernel")
-        + dense_entries(f"{prefix}.mlp_tokens.fc2", block.token_output_dense,
-                        "token_out_kernel", "token_out_bias")
+        + dense_entries(
+            f"{prefix}.mlp_tokens.fc1", block.token_expand_dense, "token_in_kernel"
+        )
+        + dense_entries(
+            f"{prefix}.mlp_tokens.fc2",
+            block.token_output_dense,
+            "token_out_kernel",
+            "token_out_bias",
+        )
         + norm_entries(f"{prefix}.norm2", block.channel_norm)
         + dense_entries(f"{prefix}.mlp_channels.fc1", block.channel_expand_dense)
         + dense_entries(f"{prefix}.mlp_channels.fc2", block.channel_output_dense)

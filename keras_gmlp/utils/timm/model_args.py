@@ -4,8 +4,15 @@ widths of its blocks."""
 
 # timm's MlpMixer arguments this conversion understands.
 SUPPORTED_MODEL_ARGS = {
-    "patch_size", "num_blocks", "embed_dim", "mlp_ratio", "img_size",
-    "in_chans", "num_classes", "drop_path_rate", "global_pool",
+    "patch_size",
+    "num_blocks",
+    "embed_dim",
+    "mlp_ratio",
+    "img_size",
+    "in_chans",
+    "num_classes",
+    "drop_path_rate",
+    "global_pool",
 }
 
 

@@ -72,9 +72,7 @@ def resample_token_axis(array, axis, source_grid, target_grid, summed=False):
     grid = moved.reshape(source_grid + (-1,))
     grid = np.einsum("ir,jc,rcx->ijx", rows, columns, grid)
     if summed:
-        grid *= (source_grid[0] * source_grid[1]) / (
-            target_grid[0] * target_grid[1]
-        )
+        grid *= (source_grid[0] * source_grid[1]) / (target_grid[0] * target_grid[1])
     resampled = grid.reshape((target_grid[0] * target_grid[1],) + rest)
     return np.moveaxis(resampled, 0, axis).astype(np.float32)
 

@@ -105,7 +105,9 @@ def load_timm_weights(model, checkpoint, checkpoint_grid=None):
         assign_timm_state(model, checkpoint, "(state dict)", checkpoint_grid)
     else:
         assign_timm_state(
-            model, read_checkpoint(checkpoint), repr(os.fspath(checkpoint)),
+            model,
+            read_checkpoint(checkpoint),
+            repr(os.fspath(checkpoint)),
             checkpoint_grid,
         )
 
@@ -178,7 +180,8 @@ def assign_timm_state(model, source, name, checkpoint_grid=None):
     has_head = "head.weight" in expected
     missing = [key for key, _, _ in entries if key not in state]
     unexpected = sorted(
-        key for key in state
+        key
+        for key in state
         if key not in expected and not (not has_head and key.startswith("head."))
     )
     source_grid = _source_grid(state, entries, grid, checkpoint_grid)

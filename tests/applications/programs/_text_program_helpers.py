@@ -35,7 +35,11 @@ def run_command(program, *args, cwd=None, timeout=60):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
         [sys.executable, str(APPLICATIONS / program), *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd or ROOT, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or ROOT,
+        env=env,
     )
 
 
@@ -45,7 +49,9 @@ def read_summary(output_dir):
 
 def leftovers(output_dir):
     """Temporary files or folders a run should not leave behind."""
-    return sorted(p.name for p in pathlib.Path(output_dir).iterdir() if p.name.startswith("."))
+    return sorted(
+        p.name for p in pathlib.Path(output_dir).iterdir() if p.name.startswith(".")
+    )
 
 
 _FAST_PRETRAINING = {}

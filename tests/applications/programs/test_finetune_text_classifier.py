@@ -21,8 +21,15 @@ from tests.applications.programs._text_program_helpers import run_command
 def test_fast_default_writes_outputs(tmp_path, capsys):
     preset = fast_pretraining_dir() / "final_preset"
     program = load_program("finetune_text_classifier")
-    summary = program.main(["--fast", "--preset", str(preset), "--output-dir", str(tmp_path)])
-    for name in ("history.csv", "training_curves.png", "confusion_matrix.png", "summary.json"):
+    summary = program.main(
+        ["--fast", "--preset", str(preset), "--output-dir", str(tmp_path)]
+    )
+    for name in (
+        "history.csv",
+        "training_curves.png",
+        "confusion_matrix.png",
+        "summary.json",
+    ):
         assert (tmp_path / name).stat().st_size > 0, name
     for preset_name in ("best_preset", "final_preset"):
         assert (tmp_path / preset_name / "config.json").is_file()
@@ -34,7 +41,10 @@ def test_fast_default_writes_outputs(tmp_path, capsys):
     assert 0.0 <= summary["accuracy"] <= 1.0
     assert summary["backend"] == keras.backend.backend()
     printed = capsys.readouterr().out
-    assert f"accuracy {summary['accuracy']:.4f} vs majority-class baseline 0.2500" in printed
+    assert (
+        f"accuracy {summary['accuracy']:.4f} vs majority-class baseline 0.2500"
+        in printed
+    )
 
 
 def test_offline_task_splits_by_module_file():
@@ -54,7 +64,9 @@ def test_offline_task_splits_by_module_file():
     "dataset, split, num_classes, segments",
     [("glue/sst2", "validation", 2, 1), ("glue/mnli", "validation_matched", 3, 2)],
 )
-def test_glue_tasks_with_mock_data(tmp_path, monkeypatch, dataset, split, num_classes, segments):
+def test_glue_tasks_with_mock_data(
+    tmp_path, monkeypatch, dataset, split, num_classes, segments
+):
     tfds = pytest.importorskip("tensorflow_datasets")
     preset = fast_pretraining_dir() / "final_preset"
     program = load_program("finetune_text_classifier")
@@ -67,10 +79,19 @@ def test_glue_tasks_with_mock_data(tmp_path, monkeypatch, dataset, split, num_cl
 
     monkeypatch.setattr(program, "pack", recording_pack)
     with tfds.testing.mock_data(num_examples=12):
-        summary = program.main([
-            "--fast", "--preset", str(preset), "--dataset", dataset,
-            "--data-dir", str(tmp_path / "tfds"), "--output-dir", str(tmp_path / "out"),
-        ])
+        summary = program.main(
+            [
+                "--fast",
+                "--preset",
+                str(preset),
+                "--dataset",
+                dataset,
+                "--data-dir",
+                str(tmp_path / "tfds"),
+                "--output-dir",
+                str(tmp_path / "out"),
+            ]
+        )
     assert summary["eval_split"] == split
     assert len(summary["classes"]) == num_classes
     assert seen["segments"] == segments
@@ -82,16 +103,24 @@ def test_missing_preset_names_the_command(tmp_path):
     result = run_command("finetune_text_classifier.py", cwd=tmp_path)
     assert result.returncode == 2
     assert "outputs/pretrain_mlm/final_preset does not exist" in result.stderr
-    assert "python applications/pretrain_mlm.py --output-dir outputs/pretrain_mlm" in result.stderr
+    assert (
+        "python applications/pretrain_mlm.py --output-dir outputs/pretrain_mlm"
+        in result.stderr
+    )
     assert not (tmp_path / "outputs" / "finetune_text_classifier").exists()
 
 
 @pytest.mark.parametrize(
     "flags, message",
-    [(["--epochs", "0"], "--epochs"), (["--data-dir", "x"], "--dataset"),
-     (["--dropout", "1.5"], "--dropout")],
+    [
+        (["--epochs", "0"], "--epochs"),
+        (["--data-dir", "x"], "--dataset"),
+        (["--dropout", "1.5"], "--dropout"),
+    ],
 )
 def test_flag_errors_exit_2(tmp_path, flags, message):
-    result = run_command("finetune_text_classifier.py", *flags, "--output-dir", tmp_path / "o")
+    result = run_command(
+        "finetune_text_classifier.py", *flags, "--output-dir", tmp_path / "o"
+    )
     assert result.returncode == 2
     assert message in result.stderr

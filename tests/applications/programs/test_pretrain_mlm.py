@@ -25,7 +25,11 @@ def history_rows(output_dir):
 
 def test_fast_default_writes_outputs():
     output_dir = fast_pretraining_dir()
-    for name in ("history.csv", "training_curves.png", "heldout_accuracy_by_frequency.png"):
+    for name in (
+        "history.csv",
+        "training_curves.png",
+        "heldout_accuracy_by_frequency.png",
+    ):
         assert (output_dir / name).stat().st_size > 0, name
     for preset in ("best_preset", "final_preset"):
         for name in ("config.json", "task.json", "preprocessor.json", "tokenizer.json"):
@@ -38,7 +42,11 @@ def test_fast_default_writes_outputs():
     assert 0.0 <= summary["heldout_masked_token_accuracy"] <= 1.0
     # Over a vocabulary of a few hundred pieces an untrained model's
     # perplexity is near the vocabulary size; it is always above 1.
-    assert 1.0 < summary["heldout_masked_token_perplexity"] < 2 * summary["vocabulary_size"]
+    assert (
+        1.0
+        < summary["heldout_masked_token_perplexity"]
+        < 2 * summary["vocabulary_size"]
+    )
     assert summary["heldout_masked_tokens"] > 0
     assert summary["flags"]["fast"] is True
 
@@ -68,7 +76,11 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypat
 
     resumed_dir = tmp_path / "b"
     with monkeypatch.context() as patch:
-        patch.setattr(keras.callbacks.BackupAndRestore, "on_epoch_end", interrupt_after_first_epoch)
+        patch.setattr(
+            keras.callbacks.BackupAndRestore,
+            "on_epoch_end",
+            interrupt_after_first_epoch,
+        )
         with pytest.raises(KeyboardInterrupt):
             program.main(flags + ["--output-dir", str(resumed_dir)])
     assert (resumed_dir / "backup").is_dir()
@@ -82,7 +94,9 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypat
     assert rows[0] == first_epoch
     assert not (resumed_dir / "backup").exists()
     for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
-        np.testing.assert_allclose(resumed[key], uninterrupted[key], rtol=1e-5, err_msg=key)
+        np.testing.assert_allclose(
+            resumed[key], uninterrupted[key], rtol=1e-5, err_msg=key
+        )
     np.testing.assert_allclose(
         [float(v) for v in rows[-1].values()],
         [float(v) for v in history_rows(tmp_path / "a")[-1].values()],
@@ -94,10 +108,17 @@ def test_tfds_corpus(tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
     program = load_program("pretrain_mlm")
     with tfds.testing.mock_data(num_examples=16):
-        summary = program.main([
-            "--fast", "--dataset", "imdb_reviews", "--data-dir", str(tmp_path / "tfds"),
-            "--output-dir", str(tmp_path / "out"),
-        ])
+        summary = program.main(
+            [
+                "--fast",
+                "--dataset",
+                "imdb_reviews",
+                "--data-dir",
+                str(tmp_path / "tfds"),
+                "--output-dir",
+                str(tmp_path / "out"),
+            ]
+        )
     assert summary["corpus"]["name"] == "imdb_reviews"
     assert (tmp_path / "out" / "final_preset" / "config.json").is_file()
 

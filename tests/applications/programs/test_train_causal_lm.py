@@ -18,20 +18,29 @@ from tests.applications.programs._text_program_helpers import run_command
 @pytest.fixture(scope="module")
 def fast_run(tmp_path_factory):
     output_dir = tmp_path_factory.mktemp("train_causal_lm")
-    summary = load_program("train_causal_lm").main(["--fast", "--output-dir", str(output_dir)])
+    summary = load_program("train_causal_lm").main(
+        ["--fast", "--output-dir", str(output_dir)]
+    )
     return output_dir, summary
 
 
 def test_fast_default_trains_saves_and_generates(fast_run):
     output_dir, summary = fast_run
     program = load_program("train_causal_lm")
-    for name in ("history.csv", "training_curves.png", "perplexity_by_position.png",
-                 "generations.json", "summary.json"):
+    for name in (
+        "history.csv",
+        "training_curves.png",
+        "perplexity_by_position.png",
+        "generations.json",
+        "summary.json",
+    ):
         assert (output_dir / name).stat().st_size > 0, name
     assert (output_dir / "final_preset" / "config.json").is_file()
     assert (output_dir / "best_preset" / "config.json").is_file()
     assert leftovers(output_dir) == []
-    assert json.loads((output_dir / "final_preset" / "config.json").read_text())["config"]["causal"]
+    assert json.loads((output_dir / "final_preset" / "config.json").read_text())[
+        "config"
+    ]["causal"]
     assert summary["backend"] == keras.backend.backend()
     assert 1.0 < summary["heldout_perplexity"] < 2 * summary["vocabulary_size"]
 
@@ -55,10 +64,19 @@ def test_fast_default_trains_saves_and_generates(fast_run):
 def test_generation_from_preset_matches_the_trained_model(fast_run, tmp_path):
     output_dir, summary = fast_run
     program = load_program("train_causal_lm")
-    program.main([
-        "--preset", str(output_dir / "final_preset"), "--max-length", "16",
-        "--samplers", "greedy", "--output-dir", str(tmp_path),
-    ] + [flag for prompt in program.DEFAULT_PROMPTS for flag in ("--prompt", prompt)])
+    program.main(
+        [
+            "--preset",
+            str(output_dir / "final_preset"),
+            "--max-length",
+            "16",
+            "--samplers",
+            "greedy",
+            "--output-dir",
+            str(tmp_path),
+        ]
+        + [flag for prompt in program.DEFAULT_PROMPTS for flag in ("--prompt", prompt)]
+    )
     generated = json.loads((tmp_path / "generations.json").read_text())["generations"]
     # Greedy decoding of the reloaded preset repeats the trained model's.
     assert generated == {"greedy": summary["generations"]["greedy"]}
@@ -66,24 +84,33 @@ def test_generation_from_preset_matches_the_trained_model(fast_run, tmp_path):
 
 
 def test_preset_errors(tmp_path):
-    missing = run_command("train_causal_lm.py", "--preset", tmp_path / "nothing",
-                          "--output-dir", tmp_path / "o")
+    missing = run_command(
+        "train_causal_lm.py",
+        "--preset",
+        tmp_path / "nothing",
+        "--output-dir",
+        tmp_path / "o",
+    )
     assert missing.returncode == 2
     assert "python applications/train_causal_lm.py" in missing.stderr
     encoder = tmp_path / "encoder"
     encoder.mkdir()
     (encoder / "config.json").write_text(json.dumps({"config": {"causal": False}}))
-    bidirectional = run_command("train_causal_lm.py", "--preset", encoder,
-                                "--output-dir", tmp_path / "o")
+    bidirectional = run_command(
+        "train_causal_lm.py", "--preset", encoder, "--output-dir", tmp_path / "o"
+    )
     assert bidirectional.returncode == 2
     assert "bidirectional" in bidirectional.stderr
 
 
 @pytest.mark.parametrize(
     "flags, message",
-    [(["--epochs", "0"], "--epochs"), (["--model", "bert"], "--model"),
-     (["--samplers", "greedy,nucleus"], "--samplers"),
-     (["--sequence-length", "16", "--max-length", "32"], "--max-length")],
+    [
+        (["--epochs", "0"], "--epochs"),
+        (["--model", "bert"], "--model"),
+        (["--samplers", "greedy,nucleus"], "--samplers"),
+        (["--sequence-length", "16", "--max-length", "32"], "--max-length"),
+    ],
 )
 def test_flag_errors_exit_2(tmp_path, flags, message):
     result = run_command("train_causal_lm.py", *flags, "--output-dir", tmp_path / "o")

@@ -15,6 +15,11 @@ import zipfile
 import keras
 import numpy as np
 import pytest
+import train_image_classifier as program
+from _image_classifier import data as image_data
+from _image_classifier import model as image_model
+from _shared import interrupt
+from _shared.callbacks import StopOnInterrupt
 
 import keras_gmlp  # noqa: F401  (registers the layers for load_model)
 from keras_gmlp.applications import timm_state_dict
@@ -22,11 +27,6 @@ from keras_gmlp.applications.gmlp import gMLP
 from tests.applications.programs.helpers import describe
 from tests.applications.programs.helpers import run_program
 from tests.applications.programs.helpers import start_program
-import train_image_classifier as program
-from _image_classifier import data as image_data
-from _image_classifier import model as image_model
-from _shared import interrupt
-from _shared.callbacks import StopOnInterrupt
 
 PROGRAM = "train_image_classifier"
 OUTPUTS = (
@@ -159,8 +159,16 @@ def test_mixer_run_draws_its_token_mixing_units(tmp_path):
 
 def test_tfds_dataset_on_mock_data(tmp_path):
     result = run_program(
-        PROGRAM, "--fast", "--dataset", "mnist", "--data-dir", tmp_path / "tfds",
-        "--batch-size", 32, "--output-dir", tmp_path / "out",
+        PROGRAM,
+        "--fast",
+        "--dataset",
+        "mnist",
+        "--data-dir",
+        tmp_path / "tfds",
+        "--batch-size",
+        32,
+        "--output-dir",
+        tmp_path / "out",
         mock_tfds_examples=96,
     )
     assert result.returncode == 0, describe(result)
@@ -176,11 +184,19 @@ def test_tfds_dataset_on_mock_data(tmp_path):
 @pytest.mark.parametrize(
     "name, splits, expected",
     [
-        ("imagenet2012", {"train": 1, "validation": 1, "test": 1}, ("train", "validation")),
+        (
+            "imagenet2012",
+            {"train": 1, "validation": 1, "test": 1},
+            ("train", "validation"),
+        ),
         ("imagenet2012", {}, ("train", "validation")),
         ("cifar10", {"train": 1, "test": 1}, ("train", "test")),
         ("mnist", {}, ("train", "test")),
-        ("oxford_flowers102", {"train": 1, "validation": 1, "test": 1}, ("train", "test")),
+        (
+            "oxford_flowers102",
+            {"train": 1, "validation": 1, "test": 1},
+            ("train", "test"),
+        ),
         ("some_images", {"train": 1, "validation": 1}, ("train", "validation")),
         ("some_images", {"train": 1}, ("train[:90%]", "train[90%:]")),
     ],
@@ -193,7 +209,9 @@ def test_ctrl_c_prints_one_line_and_stops(tmp_path):
     # Many short epochs, so that the signal, sent once the first epoch's
     # history row is on disk, arrives while training still runs.
     output_dir = tmp_path / "interrupted"
-    process = start_program(PROGRAM, "--fast", "--epochs", 200, "--output-dir", output_dir)
+    process = start_program(
+        PROGRAM, "--fast", "--epochs", 200, "--output-dir", output_dir
+    )
     history = output_dir / "history.csv"
     deadline = time.time() + 600
     try:
@@ -230,8 +248,12 @@ def test_a_swallowed_ctrl_c_stops_training_at_the_next_batch():
     try:
         with pytest.raises(KeyboardInterrupt):
             model.fit(
-                np.zeros((16, 2)), np.zeros((16, 1)), batch_size=2, epochs=3,
-                callbacks=[Count(), StopOnInterrupt()], verbose=0,
+                np.zeros((16, 2)),
+                np.zeros((16, 1)),
+                batch_size=2,
+                epochs=3,
+                callbacks=[Count(), StopOnInterrupt()],
+                verbose=0,
             )
     finally:
         interrupt.INTERRUPTED.clear()
@@ -271,7 +293,9 @@ def test_interrupt_then_resume_matches_uninterrupted(tmp_path, monkeypatch):
 
     with monkeypatch.context() as patch:
         patch.setattr(
-            keras.callbacks.BackupAndRestore, "on_epoch_end", interrupt_after_first_epoch
+            keras.callbacks.BackupAndRestore,
+            "on_epoch_end",
+            interrupt_after_first_epoch,
         )
         with pytest.raises(KeyboardInterrupt):
             program.main(args + ["--output-dir", str(output_dir)])
@@ -288,22 +312,31 @@ def test_interrupt_then_resume_matches_uninterrupted(tmp_path, monkeypatch):
     for key in ("test_loss", "test_accuracy", "best_val_accuracy"):
         assert resumed[key] == pytest.approx(reference[key], abs=1e-6), key
     assert len(read_history(output_dir)) == 2
-    for row, reference_row in zip(read_history(output_dir), read_history(reference_dir)):
+    for row, reference_row in zip(
+        read_history(output_dir), read_history(reference_dir)
+    ):
         assert row == pytest.approx(reference_row, abs=1e-6)
     final = keras.saving.load_model(output_dir / "final.keras")
     expected = keras.saving.load_model(reference_dir / "final.keras")
     for mine, theirs in zip(final.weights, expected.weights):
         np.testing.assert_allclose(
-            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs),
-            atol=1e-6, err_msg=mine.path,
+            keras.ops.convert_to_numpy(mine),
+            keras.ops.convert_to_numpy(theirs),
+            atol=1e-6,
+            err_msg=mine.path,
         )
 
 
 def _source_model(classes):
     """A 3-channel gMLP at 16x16 (16 tokens) with perturbed weights."""
     model = gMLP(
-        num_blocks=1, hidden_dim=16, intermediate_dim=96, patch_size=4,
-        input_shape=(16, 16, 3), classes=classes, classifier_activation=None,
+        num_blocks=1,
+        hidden_dim=16,
+        intermediate_dim=96,
+        patch_size=4,
+        input_shape=(16, 16, 3),
+        classes=classes,
+        classifier_activation=None,
     )
     rng = np.random.default_rng(0)
     for variable in model.weights:
@@ -313,9 +346,22 @@ def _source_model(classes):
 
 def _build(tmp_path, weights, classes=10):
     args = [
-        "--model", "gmlp", "--depth", "1", "--width", "16", "--ffn-ratio", "6",
-        "--patch-size", "4", "--image-size", "32", "--weights", weights,
-        "--output-dir", tmp_path / "out",
+        "--model",
+        "gmlp",
+        "--depth",
+        "1",
+        "--width",
+        "16",
+        "--ffn-ratio",
+        "6",
+        "--patch-size",
+        "4",
+        "--image-size",
+        "32",
+        "--weights",
+        weights,
+        "--output-dir",
+        tmp_path / "out",
     ]
     parser, parsed = program.parse_args([str(arg) for arg in args])
     state = image_model.read_start_weights(parser, parsed)
@@ -340,13 +386,19 @@ def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):
     np.testing.assert_array_equal(loaded["stem.proj.weight"], state["stem.proj.weight"])
     np.testing.assert_allclose(
         loaded["blocks.0.mlp_channels.fc1.weight"],
-        state["blocks.0.mlp_channels.fc1.weight"], rtol=1e-6,
+        state["blocks.0.mlp_channels.fc1.weight"],
+        rtol=1e-6,
     )
     # 4x4 -> 8x8 tokens: the library's resampling, as a builder given the
     # same checkpoint does it.
     reference = gMLP(
-        num_blocks=1, hidden_dim=16, intermediate_dim=96, patch_size=4,
-        input_shape=(32, 32, 3), include_top=False, weights=str(path),
+        num_blocks=1,
+        hidden_dim=16,
+        intermediate_dim=96,
+        patch_size=4,
+        input_shape=(32, 32, 3),
+        include_top=False,
+        weights=str(path),
     )
     np.testing.assert_allclose(
         loaded["blocks.0.mlp_channels.gate.proj.weight"],
@@ -372,18 +424,42 @@ def test_keras_weights_of_same_classes_keep_the_head(tmp_path):
 
 def test_paper_recipe_sets_the_paper_values_and_flags_win(tmp_path):
     _, args = program.parse_args(
-        ["--recipe", "paper", "--model", "gmlp_s16", "--epochs", "3",
-         "--output-dir", str(tmp_path)]
+        [
+            "--recipe",
+            "paper",
+            "--model",
+            "gmlp_s16",
+            "--epochs",
+            "3",
+            "--output-dir",
+            str(tmp_path),
+        ]
     )
     assert args.epochs == 3  # given on the command line
-    assert (args.dataset, args.image_size, args.batch_size) == ("imagenet2012", 224, 4096)
-    assert (args.learning_rate, args.warmup_steps, args.weight_decay) == (1e-3, 10_000, 0.05)
+    assert (args.dataset, args.image_size, args.batch_size) == (
+        "imagenet2012",
+        224,
+        4096,
+    )
+    assert (args.learning_rate, args.warmup_steps, args.weight_decay) == (
+        1e-3,
+        10_000,
+        0.05,
+    )
     assert (args.label_smoothing, args.mixup, args.cutmix) == (0.1, 0.8, 1.0)
     assert args.randaugment == 2 and args.flip and args.clip_norm == 1.0
     assert args.drop_path_rate == 0.05  # survival probability 0.95 for gMLP-S
     _, args = program.parse_args(
-        ["--recipe", "paper", "--model", "gmlp_b16", "--drop-path-rate", "0.1",
-         "--output-dir", str(tmp_path)]
+        [
+            "--recipe",
+            "paper",
+            "--model",
+            "gmlp_b16",
+            "--drop-path-rate",
+            "0.1",
+            "--output-dir",
+            str(tmp_path),
+        ]
     )
     assert args.drop_path_rate == 0.1
 
@@ -394,7 +470,9 @@ def test_distribute_is_checked_before_training(tmp_path):
         args, flag = ["--distribute", "model", "--model-shards", "3"], "--model-shards"
     else:
         args, flag = ["--distribute", "data"], "--distribute"
-    result = run_program(PROGRAM, "--fast", *args, "--output-dir", tmp_path, timeout=300)
+    result = run_program(
+        PROGRAM, "--fast", *args, "--output-dir", tmp_path, timeout=300
+    )
     assert result.returncode == 2, describe(result)
     assert flag in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "history.csv").exists()

@@ -1,12 +1,12 @@
 """Shared data for the text-model tests: the Python Language Reference text
 that ships with CPython, and a small WordPiece vocabulary trained on it."""
 
-import numpy as np
-import pytest
 from pydoc_data import topics
 
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+import numpy as np
+import pytest
 
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 @pytest.fixture(scope="session")

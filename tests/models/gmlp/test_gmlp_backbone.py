@@ -130,9 +130,7 @@ def test_padding_invariance(make_batch, tiny_encoder, rng, attention_dim):
     )
     perturb_spatial_weights(backbone, rng)
     short = make_batch(VOCABULARY_SIZE, batch=2, length=16, real_lengths=[16, 9])
-    long = {
-        key: np.pad(value, ((0, 0), (0, 128 - 16))) for key, value in short.items()
-    }
+    long = {key: np.pad(value, ((0, 0), (0, 128 - 16))) for key, value in short.items()}
     short_out = to_numpy(backbone(short))
     long_out = to_numpy(backbone(long))
     for row, real in enumerate([16, 9]):

@@ -9,11 +9,22 @@ from keras_gmlp.models import gMLPCausalLMPreprocessor
 VOCABULARY_SIZE = 50
 
 
-def _causal_lm(attention_dim=None, max_sequence_length=16, preprocessor=None, vocabulary_size=VOCABULARY_SIZE, **kwargs):
+def _causal_lm(
+    attention_dim=None,
+    max_sequence_length=16,
+    preprocessor=None,
+    vocabulary_size=VOCABULARY_SIZE,
+    **kwargs,
+):
     config = dict(
-        vocabulary_size=vocabulary_size, num_layers=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=max_sequence_length,
-        attention_dim=attention_dim, causal=True, dropout=0.0,
+        vocabulary_size=vocabulary_size,
+        num_layers=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=max_sequence_length,
+        attention_dim=attention_dim,
+        causal=True,
+        dropout=0.0,
     )
     config.update(kwargs)
     backbone = gMLPBackbone(**config)
@@ -73,8 +84,11 @@ def test_generate_continues_a_memorised_sentence(corpus, tokenizer):
     sentence = " ".join(words)
     preprocessor = gMLPCausalLMPreprocessor(tokenizer, sequence_length=32)
     model = _causal_lm(
-        attention_dim=16, max_sequence_length=32, preprocessor=preprocessor,
-        vocabulary_size=tokenizer.vocabulary_size(), hidden_dim=64,
+        attention_dim=16,
+        max_sequence_length=32,
+        preprocessor=preprocessor,
+        vocabulary_size=tokenizer.vocabulary_size(),
+        hidden_dim=64,
         intermediate_dim=128,
     )
     model.compile(optimizer=keras.optimizers.Adam(3e-3), sampler="greedy")
@@ -96,14 +110,18 @@ def _text(value):
 
 def test_generation_longer_than_backbone_is_refused(tokenizer):
     preprocessor = gMLPCausalLMPreprocessor(tokenizer, sequence_length=16)
-    model = _causal_lm(preprocessor=preprocessor, vocabulary_size=tokenizer.vocabulary_size())
+    model = _causal_lm(
+        preprocessor=preprocessor, vocabulary_size=tokenizer.vocabulary_size()
+    )
     with pytest.raises(ValueError, match="max_length=40"):
         model.generate(["the"], max_length=40)
 
 
 def test_prompt_filling_the_length_is_refused(tokenizer, corpus):
     preprocessor = gMLPCausalLMPreprocessor(tokenizer, sequence_length=16)
-    model = _causal_lm(preprocessor=preprocessor, vocabulary_size=tokenizer.vocabulary_size())
+    model = _causal_lm(
+        preprocessor=preprocessor, vocabulary_size=tokenizer.vocabulary_size()
+    )
     with pytest.raises(ValueError, match="nothing is left to generate"):
         model.generate([corpus[0]], max_length=16)
 
@@ -116,8 +134,11 @@ def test_bad_sampler_name():
 
 def test_bidirectional_backbone_is_refused():
     backbone = gMLPBackbone(
-        vocabulary_size=VOCABULARY_SIZE, num_layers=1, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=8,
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=1,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=8,
     )
     with pytest.raises(ValueError, match="causal=True"):
         gMLPCausalLM(backbone)

@@ -59,9 +59,7 @@ def test_task_contract(tokenizer, tiny_encoder, corpus):
         uncompiled.fit(ds, verbose=0)
 
 
-def test_output_layer_is_tied_to_token_embedding(
-    tokenizer, tiny_encoder, make_batch
-):
+def test_output_layer_is_tied_to_token_embedding(tokenizer, tiny_encoder, make_batch):
     backbone = make_backbone(tokenizer, tiny_encoder)
     masked_lm = gMLPMaskedLM(backbone)
     vocabulary_size = tokenizer.vocabulary_size()

@@ -74,8 +74,13 @@ def test_from_corpus_warns_when_the_corpus_gives_fewer_tokens(corpus):
     import tensorflow as tf
 
     data = tf.data.Dataset.from_tensor_slices(corpus[:50]).batch(50)
-    with pytest.warns(UserWarning, match=r"vocabulary_size=5000 but trained only \d+ tokens.*too few frequent distinct word pieces"):
-        tokenizer = gMLPTokenizer.from_corpus(data, vocabulary_size=5000, lowercase=True)
+    with pytest.warns(
+        UserWarning,
+        match=r"vocabulary_size=5000 but trained only \d+ tokens.*too few frequent distinct word pieces",
+    ):
+        tokenizer = gMLPTokenizer.from_corpus(
+            data, vocabulary_size=5000, lowercase=True
+        )
     size = tokenizer.vocabulary_size()
     assert size < 5000
     # A size the corpus can fill is silent.
@@ -83,7 +88,9 @@ def test_from_corpus_warns_when_the_corpus_gives_fewer_tokens(corpus):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        smaller = gMLPTokenizer.from_corpus(data, vocabulary_size=size // 2, lowercase=True)
+        smaller = gMLPTokenizer.from_corpus(
+            data, vocabulary_size=size // 2, lowercase=True
+        )
     assert smaller.vocabulary_size() == size // 2
     # Just short of the target: the learner's 5% slack, said as such.
     with pytest.warns(UserWarning, match="within 5%"):
@@ -95,7 +102,10 @@ def test_from_corpus_trainer_settings(corpus):
 
     data = tf.data.Dataset.from_tensor_slices(corpus[:50]).batch(50)
     tokenizer = gMLPTokenizer.from_corpus(
-        data, vocabulary_size=150, lowercase=True, suffix_indicator="@@",
+        data,
+        vocabulary_size=150,
+        lowercase=True,
+        suffix_indicator="@@",
         reserved_tokens=["[CODE]", "[MASK]"],
     )
     vocabulary = tokenizer.get_vocabulary()

@@ -37,7 +37,9 @@ def _masked_batch(rng, batch=3, slots=5, real_counts=(5, 2, 3)):
     padded slots have label 0 ("[PAD]") and weight 0."""
     logits = rng.standard_normal((batch, slots, VOCABULARY_SIZE)).astype("float32")
     labels = rng.integers(5, VOCABULARY_SIZE, size=(batch, slots))
-    weights = (np.arange(slots)[None] < np.array(real_counts)[:, None]).astype("float32")
+    weights = (np.arange(slots)[None] < np.array(real_counts)[:, None]).astype(
+        "float32"
+    )
     labels = np.where(weights > 0, labels, 0).astype("int32")
     # Make some real predictions right, so accuracy is not trivially 0.
     logits[0, 0, labels[0, 0]] += 10.0
@@ -102,9 +104,7 @@ def test_accumulates_per_token_across_batches(rng):
     metric.update_state(*second[:2], sample_weight=second[2])
     # One pool of tokens, not the mean of two batch perplexities.
     joined = [np.concatenate([a, b]) for a, b in zip(first, second)]
-    np.testing.assert_allclose(
-        _value(metric), _reference(*joined)[1], rtol=1e-5
-    )
+    np.testing.assert_allclose(_value(metric), _reference(*joined)[1], rtol=1e-5)
     metric.reset_state()
     assert _value(metric) == 0.0
 
@@ -128,9 +128,12 @@ def test_config_round_trip():
     ):
         revived = metric.__class__.from_config(metric.get_config())
         assert revived.get_config() == metric.get_config()
-        assert keras.saving.deserialize_keras_object(
-            keras.saving.serialize_keras_object(metric)
-        ).get_config() == metric.get_config()
+        assert (
+            keras.saving.deserialize_keras_object(
+                keras.saving.serialize_keras_object(metric)
+            ).get_config()
+            == metric.get_config()
+        )
 
 
 @pytest.mark.parametrize(
@@ -153,8 +156,13 @@ def test_bad_shapes():
 
 def _backbone(**kwargs):
     return gMLPBackbone(
-        vocabulary_size=VOCABULARY_SIZE, num_layers=1, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=12, dropout=0.0, **kwargs,
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=1,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=12,
+        dropout=0.0,
+        **kwargs,
     )
 
 
@@ -172,7 +180,9 @@ def test_masked_lm_evaluate_counts_only_real_masked_tokens(rng):
         "mask_positions": np.tile(np.arange(1, 7, dtype="int32"), (4, 1)),
     }
     labels, _, weights = _masked_batch(rng, batch=4, slots=6, real_counts=(6, 2, 3, 1))
-    scores = model.evaluate(x, labels, sample_weight=weights, batch_size=3, verbose=0, return_dict=True)
+    scores = model.evaluate(
+        x, labels, sample_weight=weights, batch_size=3, verbose=0, return_dict=True
+    )
     logits = keras.ops.convert_to_numpy(model(x))
     accuracy, perplexity = _reference(labels, logits, weights)
     np.testing.assert_allclose(scores["masked_lm_accuracy"], accuracy, rtol=1e-5)

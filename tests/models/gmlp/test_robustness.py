@@ -24,9 +24,7 @@ def tiny_backbone(causal=False, attention_dim=4):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_nan_embedding_of_the_pad_token_does_not_reach_real_tokens(
-    causal, make_batch
-):
+def test_nan_embedding_of_the_pad_token_does_not_reach_real_tokens(causal, make_batch):
     """The pad token's embedding row is NaN; the real tokens' outputs and the
     pooled mean still equal those of the same text without padding."""
     backbone = tiny_backbone(causal=causal)
@@ -209,14 +207,24 @@ def test_bad_batch_after_a_good_predict_is_refused_by_name(make_batch):
     good = make_batch(40, batch=2, length=6)
     first = classifier.predict(good, verbose=0)
     bad_batches = [
-        (make_batch(40, batch=2, length=9),
-         (r"max_sequence_length=8; inputs must have at most 8 tokens\. "
-          r"Received: sequence length 9")),
-        (dict(good, padding_mask=np.ones((2, 5), "int32")),
-         (r"`padding_mask` must have the shape of `token_ids`, \(2, 6\)\. "
-          r"Received: padding_mask\.shape=\(2, 5\)")),
-        ({k: v[..., None] for k, v in good.items()},
-         r"`token_ids` of rank 2.*Received: token_ids\.shape=\(2, 6, 1\)"),
+        (
+            make_batch(40, batch=2, length=9),
+            (
+                r"max_sequence_length=8; inputs must have at most 8 tokens\. "
+                r"Received: sequence length 9"
+            ),
+        ),
+        (
+            dict(good, padding_mask=np.ones((2, 5), "int32")),
+            (
+                r"`padding_mask` must have the shape of `token_ids`, \(2, 6\)\. "
+                r"Received: padding_mask\.shape=\(2, 5\)"
+            ),
+        ),
+        (
+            {k: v[..., None] for k, v in good.items()},
+            r"`token_ids` of rank 2.*Received: token_ids\.shape=\(2, 6, 1\)",
+        ),
     ]
     for bad, message in bad_batches:
         with pytest.raises(ValueError, match=message):
@@ -282,5 +290,6 @@ def test_fit_refused_on_a_later_batch_keeps_the_steps_before_it(make_batch):
     np.testing.assert_allclose(
         classifier.predict(good, verbose=0),
         reference.predict(good, verbose=0),
-        rtol=1e-5, atol=1e-6,
+        rtol=1e-5,
+        atol=1e-6,
     )

@@ -33,9 +33,14 @@ LENGTH = len(PROMPT) + 2
 
 def _randomised_causal_lm():
     backbone = gMLPBackbone(
-        vocabulary_size=VOCABULARY_SIZE, num_layers=2, hidden_dim=16,
-        intermediate_dim=32, attention_dim=8, max_sequence_length=LENGTH,
-        causal=True, dropout=0.0,
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        attention_dim=8,
+        max_sequence_length=LENGTH,
+        causal=True,
+        dropout=0.0,
     )
     rng = np.random.default_rng(3)
     for variable in backbone.weights:
@@ -67,15 +72,18 @@ def _top_p(probabilities, p):
 SAMPLERS = {
     "temperature_0.7": (
         lambda: keras_hub.samplers.RandomSampler(temperature=0.7, seed=1),
-        lambda p: np.ones_like(p, bool), 0.7,
+        lambda p: np.ones_like(p, bool),
+        0.7,
     ),
     "top_k_4_temperature_1.5": (
         lambda: keras_hub.samplers.TopKSampler(k=4, temperature=1.5, seed=2),
-        lambda p: _top_k(p, 4), 1.5,
+        lambda p: _top_k(p, 4),
+        1.5,
     ),
     "top_p_0.6": (
         lambda: keras_hub.samplers.TopPSampler(p=0.6, seed=3),
-        lambda p: _top_p(p, 0.6), 1.0,
+        lambda p: _top_p(p, 0.6),
+        1.0,
     ),
 }
 
@@ -103,7 +111,9 @@ def test_cached_sampling_matches_the_filtered_distribution(name):
         {"token_ids": token_ids, "padding_mask": padding_mask}, stop_token_ids=None
     )
     generated = keras.ops.convert_to_numpy(output["token_ids"])
-    np.testing.assert_array_equal(generated[:, : len(PROMPT)], token_ids[:, : len(PROMPT)])
+    np.testing.assert_array_equal(
+        generated[:, : len(PROMPT)], token_ids[:, : len(PROMPT)]
+    )
 
     # First token (from the prefilled cache): support and frequencies.
     first = generated[:, len(PROMPT)]
@@ -112,7 +122,9 @@ def test_cached_sampling_matches_the_filtered_distribution(name):
     )
     keep, probabilities = keep[0], probabilities[0]
     assert 2 <= keep.sum() < VOCABULARY_SIZE or name.startswith("temperature")
-    assert keep[first].all(), f"{name}: sampled {sorted(set(first[~keep[first]]))}, masked out"
+    assert keep[first].all(), (
+        f"{name}: sampled {sorted(set(first[~keep[first]]))}, masked out"
+    )
     counts = np.bincount(first, minlength=VOCABULARY_SIZE)
     expected = ROWS * probabilities
     bound = 5 * np.sqrt(ROWS * probabilities * (1 - probabilities)) + 1e-9

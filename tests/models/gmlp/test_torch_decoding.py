@@ -21,9 +21,15 @@ TORCH = keras.backend.backend() == "torch"
 
 def _causal_lm(attention_dim=None, dtype=None):
     backbone = gMLPBackbone(
-        vocabulary_size=VOCABULARY_SIZE, num_layers=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=16,
-        attention_dim=attention_dim, causal=True, dropout=0.0, dtype=dtype,
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+        attention_dim=attention_dim,
+        causal=True,
+        dropout=0.0,
+        dtype=dtype,
     )
     # Every weight, the spatial bias (ones) and kernel (near zero) included:
     # equal values would hide an indexing bug.

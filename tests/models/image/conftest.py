@@ -50,8 +50,10 @@ def write_timm_directory(family, directory, **config_changes):
     """What timm's `save_for_hf` writes for the reduced fixture model."""
     golden = np.load(fixture_path(family, ".npz"))
     os.makedirs(directory, exist_ok=True)
-    shutil.copy(fixture_path(family, ".safetensors"),
-                os.path.join(directory, "model.safetensors"))
+    shutil.copy(
+        fixture_path(family, ".safetensors"),
+        os.path.join(directory, "model.safetensors"),
+    )
     height, width = (int(s) for s in golden["img_size"])
     num_classes = int(golden["num_classes"])
     config = {

@@ -82,8 +82,14 @@ def test_feature_extractor_returns_the_chosen_blocks(family):
         np.testing.assert_allclose(got.reshape(2, 16, 8), expected, atol=1e-6)
 
     # An int takes the last n blocks; negative indices count from the end.
-    assert sorted(backbone.feature_extractor(indices=2).output) == ["blocks_1", "blocks_2"]
-    assert list(backbone.feature_extractor(indices=[0, -1]).output) == ["blocks_0", "blocks_2"]
+    assert sorted(backbone.feature_extractor(indices=2).output) == [
+        "blocks_1",
+        "blocks_2",
+    ]
+    assert list(backbone.feature_extractor(indices=[0, -1]).output) == [
+        "blocks_0",
+        "blocks_2",
+    ]
     # norm=True applies the final norm: the last block then is the output.
     normed = backbone.feature_extractor(indices=[-1], norm=True)(images)["blocks_2"]
     np.testing.assert_allclose(
@@ -129,13 +135,14 @@ def test_gmlp_intermediate_dim_must_be_even():
 
 
 def test_builders_and_backbones_build_the_same_layers(family):
-    from keras_gmlp.applications import gMLPTi
     from keras_gmlp.applications import MixerS32
+    from keras_gmlp.applications import gMLPTi
     from keras_gmlp.models.gmlp_image import backbone_presets as gmlp_presets
     from keras_gmlp.models.mlp_mixer import backbone_presets as mixer_presets
 
     name, builder, presets = (
-        ("gmlp_ti16_224", gMLPTi, gmlp_presets) if family == "gmlp"
+        ("gmlp_ti16_224", gMLPTi, gmlp_presets)
+        if family == "gmlp"
         else ("mixer_s32_224", MixerS32, mixer_presets)
     )
     with keras.StatelessScope(initialize_variables=False):

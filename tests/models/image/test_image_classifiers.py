@@ -60,15 +60,21 @@ class ImageClassifierHarnessTest(test_case.TestCase):
         # The task, backbone and preprocessor reload from the directory
         # (calling a task skips its preprocessor: it takes scaled images).
         self.run_preset_test(
-            cls=classes["classifier"], preset=preset, input_data=scaled,
+            cls=classes["classifier"],
+            preset=preset,
+            input_data=scaled,
             expected_output=classifier(scaled),
         )
         self.run_preset_test(
-            cls=classes["backbone"], preset=preset, input_data=scaled,
+            cls=classes["backbone"],
+            preset=preset,
+            input_data=scaled,
             expected_output=classifier.backbone(scaled),
         )
         self.run_preset_test(
-            cls=classes["preprocessor"], preset=preset, input_data=images,
+            cls=classes["preprocessor"],
+            preset=preset,
+            input_data=images,
             expected_output=scaled,
         )
         # keras-hub's base class finds the subclass from the saved config.

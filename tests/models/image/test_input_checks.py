@@ -14,9 +14,7 @@ def tiny_classifier(family, **backbone_changes):
     backbone = classes["backbone"](
         **dict(small_backbone_kwargs(family), **backbone_changes)
     )
-    return classes["classifier"](
-        backbone=backbone, num_classes=3, preprocessor=None
-    )
+    return classes["classifier"](backbone=backbone, num_classes=3, preprocessor=None)
 
 
 def images(*shape, seed=0):
@@ -74,9 +72,7 @@ def test_channels_first_names_its_layout(family):
     np.testing.assert_array_equal(classifier.predict(good, verbose=0), first)
 
 
-def test_refusal_while_the_step_is_traced_leaves_the_model_usable(
-    family, monkeypatch
-):
+def test_refusal_while_the_step_is_traced_leaves_the_model_usable(family, monkeypatch):
     """Without the batch checks, the backbone's `call` refuses the images
     while fit, evaluate or predict traces the step; on JAX the trainer has
     detached the weights by then. They must be back, unchanged."""

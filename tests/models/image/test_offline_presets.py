@@ -72,8 +72,14 @@ def test_no_network_and_no_cache_fails_at_once_in_one_line(family, monkeypatch):
     with pytest.raises(preset_files.HubUnavailableError) as error:
         family_classes(family)["classifier"].from_preset(HANDLES[family])
     handle = HANDLES[family]
-    assert_one_line(error, handle, "no network", "Name or service not known",
-                    f"hf download {handle[5:]} --local-dir", "from_preset")
+    assert_one_line(
+        error,
+        handle,
+        "no network",
+        "Name or service not known",
+        f"hf download {handle[5:]} --local-dir",
+        "from_preset",
+    )
     assert len(hub.probes) == 1  # one attempt, no retries
     assert hub.downloads == [(handle[5:], "config.json", True)]
     assert isinstance(error.value, OSError)
@@ -88,8 +94,9 @@ def test_a_known_preset_name_is_never_called_unknown(family, monkeypatch):
 
 
 def test_a_cached_copy_is_used_offline(family, timm_dir, golden, monkeypatch):
-    hub = FakeHub(monkeypatch, probe_error=ConnectionError("offline"),
-                  cache_dir=timm_dir)
+    hub = FakeHub(
+        monkeypatch, probe_error=ConnectionError("offline"), cache_dir=timm_dir
+    )
     classifier = family_classes(family)["classifier"].from_preset(HANDLES[family])
     assert {offline for _, _, offline in hub.downloads} == {True}
     logits = classifier.predict(golden["images"], verbose=0)
@@ -114,10 +121,16 @@ def test_hf_hub_offline_is_honoured(family, timm_dir, monkeypatch):
         ("RepositoryNotFoundError", FileNotFoundError, ["no repository", "timm/"]),
         ("GatedRepoError", PermissionError, ["gated", "hf auth login"]),
         ("RevisionNotFoundError", FileNotFoundError, ["no revision"]),
-        ("RemoteEntryNotFoundError", FileNotFoundError, ["config.json", "doesn't exist"]),
+        (
+            "RemoteEntryNotFoundError",
+            FileNotFoundError,
+            ["config.json", "doesn't exist"],
+        ),
     ],
 )
-def test_what_the_hub_reported_is_said_in_one_line(family, monkeypatch, name, raised, parts):
+def test_what_the_hub_reported_is_said_in_one_line(
+    family, monkeypatch, name, raised, parts
+):
     from huggingface_hub import errors
 
     if not hasattr(errors, name):
@@ -144,7 +157,10 @@ def test_malformed_config_json_is_named_with_line_and_column(family, tmp_path):
     [
         ([1, 2], ["JSON object", "list"]),
         ({"architecture": 5}, ["`architecture` must be a string", "architecture=5"]),
-        ({"architecture": "gmlp_s16_224", "model_args": [1]}, ["`model_args` must be an object"]),
+        (
+            {"architecture": "gmlp_s16_224", "model_args": [1]},
+            ["`model_args` must be an object"],
+        ),
     ],
 )
 def test_config_json_of_the_wrong_shape_is_named(family, tmp_path, contents, parts):
@@ -192,8 +208,14 @@ def test_the_real_hub_offline_fails_in_one_line(tmp_path):
     )
     env = dict(os.environ, HF_HOME=str(tmp_path), PYTHONPATH=os.getcwd())
     # A bound, not a measurement: huggingface_hub's own retries took 23 s.
-    result = subprocess.run([sys.executable, "-c", code], env=env, timeout=20,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        timeout=20,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("HubUnavailableError"), result.stdout
 
@@ -214,6 +236,12 @@ def test_the_real_hub_client_uses_its_cache_offline(tmp_path):
     )
     env = dict(os.environ, HF_HOME=str(tmp_path), PYTHONPATH=os.getcwd())
     env.pop("HF_HUB_CACHE", None)
-    result = subprocess.run([sys.executable, "-c", code], env=env, timeout=20,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        timeout=20,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout.strip().endswith(f"{commit}/config.json"), result.stdout

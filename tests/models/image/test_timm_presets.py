@@ -76,7 +76,9 @@ def test_num_classes_starts_a_new_head_on_the_timm_backbone(family, timm_dir, go
     )
 
 
-def test_timm_checkpoint_saved_as_keras_preset_round_trips(family, timm_dir, golden, tmp_path):
+def test_timm_checkpoint_saved_as_keras_preset_round_trips(
+    family, timm_dir, golden, tmp_path
+):
     classes = family_classes(family)
     classifier = classes["classifier"].from_preset(timm_dir)
     classifier.save_to_preset(str(tmp_path / "keras_preset"))
@@ -90,15 +92,22 @@ def test_timm_checkpoint_saved_as_keras_preset_round_trips(family, timm_dir, gol
 def test_converter_follows_pretrained_cfg(family, tmp_path):
     # timm's miil weights: mean 0, std 1 on [0, 1], bilinear.
     path = write_timm_directory(
-        family, tmp_path / "miil",
-        pretrained_cfg={"input_size": [3, 32, 48], "mean": [0, 0, 0],
-                        "std": [1, 1, 1], "interpolation": "bilinear",
-                        "num_classes": 10},
+        family,
+        tmp_path / "miil",
+        pretrained_cfg={
+            "input_size": [3, 32, 48],
+            "mean": [0, 0, 0],
+            "std": [1, 1, 1],
+            "interpolation": "bilinear",
+            "num_classes": 10,
+        },
     )
     converter = family_classes(family)["converter"].from_preset(path)
     assert tuple(converter.image_size) == (32, 48)
     pixels = np.full((1, 32, 48, 3), 255.0, "float32")
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(converter(pixels)), 1.0, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(converter(pixels)), 1.0, atol=1e-6
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -122,14 +131,18 @@ def _serve_from(directory, calls):
     return hf_hub_download
 
 
-def test_hf_timm_handle_downloads_through_the_hub(family, timm_dir, golden, monkeypatch):
+def test_hf_timm_handle_downloads_through_the_hub(
+    family, timm_dir, golden, monkeypatch
+):
     import huggingface_hub
 
     calls = []
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _serve_from(timm_dir, calls))
+    monkeypatch.setattr(
+        huggingface_hub, "hf_hub_download", _serve_from(timm_dir, calls)
+    )
     handle = f"hf://timm/{'gmlp_s16_224.ra3_in1k' if family == 'gmlp' else 'mixer_b16_224.goog_in21k_ft_in1k'}"
     classifier = family_classes(family)["classifier"].from_preset(handle)
-    assert {repo for repo, _ in calls} == {handle[len("hf://"):]}
+    assert {repo for repo, _ in calls} == {handle[len("hf://") :]}
     assert {name for _, name in calls} == {"config.json", "model.safetensors"}
     logits = classifier.predict(golden["images"], verbose=0)
     assert np.max(np.abs(logits - golden["logits"])) <= 1e-4
@@ -141,15 +154,20 @@ def test_preset_names_resolve_to_timm_weights_or_say_there_are_none(
     import huggingface_hub
 
     calls = []
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _serve_from(timm_dir, calls))
+    monkeypatch.setattr(
+        huggingface_hub, "hf_hub_download", _serve_from(timm_dir, calls)
+    )
     classes = family_classes(family)
     weighted, unweighted = (
-        ("gmlp_s16_224", "gmlp_ti16_224") if family == "gmlp"
+        ("gmlp_s16_224", "gmlp_ti16_224")
+        if family == "gmlp"
         else ("mixer_b16_224", "mixer_s32_224")
     )
     classes["backbone"].from_preset(weighted)
-    expected = "timm/gmlp_s16_224.ra3_in1k" if family == "gmlp" else (
-        "timm/mixer_b16_224.goog_in21k_ft_in1k"
+    expected = (
+        "timm/gmlp_s16_224.ra3_in1k"
+        if family == "gmlp"
+        else ("timm/mixer_b16_224.goog_in21k_ft_in1k")
     )
     assert calls[0][0] == expected
     with pytest.raises(ValueError, match="no public weights"):
@@ -181,9 +199,11 @@ def test_other_family_checkpoint_is_refused(family, tmp_path):
         family_classes(family)["classifier"].from_preset(path)
 
 
-def test_keras_preset_at_another_image_shape_is_resampled(family, timm_dir, golden, tmp_path):
-    from tests.applications.helpers import build_tiny
+def test_keras_preset_at_another_image_shape_is_resampled(
+    family, timm_dir, golden, tmp_path
+):
     from keras_gmlp.applications import load_timm_weights
+    from tests.applications.helpers import build_tiny
 
     classes = family_classes(family)
     preset = str(tmp_path / "keras_preset")
@@ -205,7 +225,6 @@ def test_keras_preset_at_another_image_shape_is_resampled(family, timm_dir, gold
         keras.ops.convert_to_numpy(backbone(images / 127.5 - 1)),
         keras.ops.convert_to_numpy(classifier.backbone(images / 127.5 - 1)),
     )
-
 
 
 def test_preset_names_download_the_pinned_revision(family, timm_dir, monkeypatch):

@@ -55,8 +55,9 @@ def keep_freed_host_memory():
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.gnu_get_libc_version  # Only glibc exports it.
-    except (OSError, AttributeError):
+    except OSError:
+        return False
+    if not hasattr(libc, "gnu_get_libc_version"):  # only glibc exports it
         return False
     applied = [
         libc.mallopt(_M_ARENA_MAX, 1),

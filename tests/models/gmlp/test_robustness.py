@@ -251,7 +251,9 @@ def test_refusal_while_the_step_is_traced_leaves_the_model_usable(
         lambda: classifier.evaluate(bad, labels, verbose=0),
         lambda: classifier.fit(bad, labels, verbose=0),
     ):
-        with pytest.raises(ValueError, match="max_sequence_length=8"):
+        # Keras 3.12 (the floor) wraps a refusal in its first symbolic build
+        # of fit/evaluate in a RuntimeError that carries the message.
+        with pytest.raises((ValueError, RuntimeError), match="max_sequence_length=8"):
             run()
         for got, expected in zip(as_numpy(classifier.weights), weights):
             np.testing.assert_array_equal(got, expected)

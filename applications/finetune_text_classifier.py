@@ -102,7 +102,14 @@ def parse_args(argv=None):
         parser.error("--data-dir needs --dataset")
     if args.test_fraction == 0:
         parser.error("--test-fraction must be above 0")
-    preset = pathlib.Path(args.preset).expanduser()
+    args.preset = checked_preset(parser, args.preset)
+    args.output_dir = prepare_output_dir(parser, args.output_dir)
+    return parser, args
+
+
+def checked_preset(parser, path):
+    """The --preset directory, or a usage error saying how to make one."""
+    preset = pathlib.Path(path).expanduser()
     if not (preset / "config.json").is_file():
         made_by = "python applications/pretrain_mlm.py"
         if preset.name in ("final_preset", "best_preset"):
@@ -116,9 +123,7 @@ def parse_args(argv=None):
             f"--preset {preset} {state}. Make it first with: {made_by}  "
             "(or pass --preset DIR of another gMLP/aMLP preset)"
         )
-    args.preset = preset
-    args.output_dir = prepare_output_dir(parser, args.output_dir)
-    return parser, args
+    return preset
 
 
 def offline_task(args):
@@ -310,6 +315,20 @@ def load_task(parser, args):
     return *offline_task(args), "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
 
 
+def load_classifier(args, num_classes):
+    """A classifier over the --preset encoder, or one line on why not."""
+    from keras_gmlp.models import gMLPTextClassifier
+
+    try:
+        return gMLPTextClassifier.from_preset(
+            str(args.preset), num_classes=num_classes, dropout=args.dropout
+        )
+    except Exception as error:
+        raise SystemExit(
+            f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
+        ) from None
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
@@ -317,8 +336,6 @@ def main(argv=None):
     import numpy as np
     from _shared.report import plot_history
     from _shared.report import write_summary
-
-    from keras_gmlp.models import gMLPTextClassifier
 
     train, test, class_names, eval_split, task_name = load_task(parser, args)
     majority = int(np.bincount(train["labels"], minlength=len(class_names)).argmax())
@@ -330,14 +347,7 @@ def main(argv=None):
         flush=True,
     )
     keras.utils.set_random_seed(args.seed)
-    try:
-        classifier = gMLPTextClassifier.from_preset(
-            str(args.preset), num_classes=len(class_names), dropout=args.dropout
-        )
-    except Exception as error:
-        raise SystemExit(
-            f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
-        ) from None
+    classifier = load_classifier(args, len(class_names))
     test_x = pack(classifier.preprocessor, test["texts"])
     trainer, history = train_classifier(
         args, classifier, train, (test_x, test["labels"])

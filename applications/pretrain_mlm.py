@@ -100,6 +100,12 @@ def build_parser():
         help="WordPiece vocabulary size to train (a small corpus may give fewer)",
     )
     add_optimizer_flags(parser)
+    add_corpus_flags(parser)
+    return parser
+
+
+def add_corpus_flags(parser):
+    """The flags that choose the corpus and its held-out split."""
     parser.add_argument(
         "--heldout-fraction",
         type=unit_float,
@@ -124,7 +130,6 @@ def build_parser():
         default=50000,
         help="most --dataset documents read per split",
     )
-    return parser
 
 
 def parse_args(argv=None):

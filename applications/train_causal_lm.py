@@ -91,6 +91,12 @@ def build_parser():
         default=0.1,
         help="share of documents held out",
     )
+    add_generation_flags(parser)
+    return parser
+
+
+def add_generation_flags(parser):
+    """The flags of generation: a preset, prompts, length and samplers."""
     parser.add_argument(
         "--preset", help="generate with this causal preset instead of training"
     )
@@ -112,7 +118,6 @@ def build_parser():
         default=",".join(SAMPLERS),
         help="comma-separated keras-hub samplers to generate with",
     )
-    return parser
 
 
 def parse_args(argv=None):
@@ -378,13 +383,32 @@ def train(args, tokenizer, train_data, heldout):
     return causal_lm, trainer, history, initial_scores
 
 
+def evaluate_and_plot(args, trainer, history, heldout):
+    """Held-out perplexity, the training curves and the perplexity by
+    position; returns the perplexity."""
+    from _shared.report import plot_history
+
+    heldout_x, heldout_y = heldout
+    scores = trainer.evaluate(
+        heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True
+    )
+    plot_history(
+        history,
+        args.output_dir / "training_curves.png",
+        f"causal {args.model} on the {args.corpus} corpus",
+    )
+    plot_perplexity_by_position(
+        trainer, heldout_x, heldout_y, args.output_dir / "perplexity_by_position.png"
+    )
+    return float(scores["causal_lm_perplexity"])
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
     if args.preset is not None:
         return generate_only(parser, args, started)
     import keras
-    from _shared.report import plot_history
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
 
@@ -392,23 +416,12 @@ def main(argv=None):
 
     output_dir = args.output_dir
     tokenizer, train_data, heldout, corpus = next_token_corpus(args)
-    (heldout_x, heldout_y), train_y = heldout, train_data[1]
+    heldout_y, train_y = heldout[1], train_data[1]
     unigram, _ = unigram_perplexity(train_y, heldout_y, tokenizer.vocabulary_size(), 1)
     causal_lm, trainer, history, initial_scores = train(
         args, tokenizer, train_data, heldout
     )
-    scores = trainer.evaluate(
-        heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True
-    )
-    perplexity = float(scores["causal_lm_perplexity"])
-    plot_history(
-        history,
-        output_dir / "training_curves.png",
-        f"causal {args.model} on the {args.corpus} corpus",
-    )
-    plot_perplexity_by_position(
-        trainer, heldout_x, heldout_y, output_dir / "perplexity_by_position.png"
-    )
+    perplexity = evaluate_and_plot(args, trainer, history, heldout)
     heldout_tokens = int((heldout_y > 0).sum())
     print(
         f"Held-out perplexity {perplexity:.2f} over {heldout_tokens} "

@@ -63,22 +63,9 @@ def plot_token_mixing_units(
     """
     from matplotlib.figure import Figure
 
-    mixer_blocks = layers_of_type(model, MixerBlock, "plot_token_mixing_units")
-    rows, grid_columns = token_grid(getattr(model, "backbone", model), grid_shape)
-    blocks = check_indices("blocks", blocks, len(mixer_blocks))
-    width = mixer_blocks[0].tokens_mlp_dim
-    units = check_indices(
-        "units", range(min(16, width)) if units is None else units, width
+    mixer_blocks, (rows, grid_columns), blocks, units = _checked_arguments(
+        model, blocks, units, grid_shape, columns
     )
-    if rows * grid_columns != mixer_blocks[0].sequence_length:
-        raise ValueError(
-            f"The blocks mix {mixer_blocks[0].sequence_length} tokens, not a "
-            f"{rows}x{grid_columns} grid. Received: grid_shape={(rows, grid_columns)}"
-        )
-    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(
-            f"`columns` must be a positive int. Received: columns={columns!r}"
-        )
 
     kernels = {
         index: to_numpy(mixer_blocks[index].token_expand_dense.kernel)[:, units]
@@ -114,3 +101,25 @@ def plot_token_mixing_units(
     if shared_scale:
         figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
     return figure
+
+
+def _checked_arguments(model, blocks, units, grid_shape, columns):
+    """The Mixer blocks, the token grid, and the block and unit indices;
+    ValueError on anything that does not fit the model."""
+    mixer_blocks = layers_of_type(model, MixerBlock, "plot_token_mixing_units")
+    rows, grid_columns = token_grid(getattr(model, "backbone", model), grid_shape)
+    blocks = check_indices("blocks", blocks, len(mixer_blocks))
+    width = mixer_blocks[0].tokens_mlp_dim
+    units = check_indices(
+        "units", range(min(16, width)) if units is None else units, width
+    )
+    if rows * grid_columns != mixer_blocks[0].sequence_length:
+        raise ValueError(
+            f"The blocks mix {mixer_blocks[0].sequence_length} tokens, not a "
+            f"{rows}x{grid_columns} grid. Received: grid_shape={(rows, grid_columns)}"
+        )
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(
+            f"`columns` must be a positive int. Received: columns={columns!r}"
+        )
+    return mixer_blocks, (rows, grid_columns), blocks, units

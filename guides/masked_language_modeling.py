@@ -53,7 +53,6 @@ LEARNING_RATE, FINETUNE_LEARNING_RATE = 5e-3, 2e-3
 FINETUNE_EPOCHS = 5 if FAST else 10
 BATCH_SIZE = 32
 keras.utils.set_random_seed(42)
-
 """
 ## The corpus
 

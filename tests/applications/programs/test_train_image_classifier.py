@@ -144,7 +144,6 @@ def test_fast_default_writes_every_output(fast_run):
     assert summary["epochs_completed"] == 2
     assert summary["flags"]["fast"] is True
     assert summary["seconds"] > 0
-    assert 0.0 <= summary["test_accuracy"] <= 1.0
     history = read_history(output_dir)
     assert [row["epoch"] for row in history] == [0.0, 1.0]
     assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(history[0])

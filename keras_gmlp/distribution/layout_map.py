@@ -1,23 +1,25 @@
 import keras
 
 # (path regex, layout with "model" standing for the model-parallel axis).
-# Paths are matched with re.fullmatch; an optional prefix lets the rules
-# also match models that nest a block or a backbone under another name.
+# Each rule is anchored (^...$): Keras 3.14 and later match rules with
+# re.fullmatch, Keras 3.12 and 3.13 with re.search, where an unanchored rule
+# matches part of a path. An optional prefix lets the rules also match models
+# that nest a block or a backbone under another name.
 # Each variable path matches at most one rule (LayoutMap raises otherwise).
 _MODEL = "model"
 _RULES = (
     # Channel and token MLPs: gMLPBlock.expand, MixerBlock.*_expand.
-    (r"(?:.*/)?(?:token_|channel_)?expand/kernel", (None, _MODEL)),
-    (r"(?:.*/)?(?:token_|channel_)?expand/bias", (_MODEL,)),
+    (r"^(?:.*/)?(?:token_|channel_)?expand/kernel$", (None, _MODEL)),
+    (r"^(?:.*/)?(?:token_|channel_)?expand/bias$", (_MODEL,)),
     # gMLPBlock.output and MixerBlock.*_output, but not tiny_attention/output.
     (
-        r"(?:.*/)?(?!tiny_attention/)[^/]+/(?:token_|channel_)?output/kernel",
+        r"^(?:.*/)?(?!tiny_attention/)[^/]+/(?:token_|channel_)?output/kernel$",
         (_MODEL, None),
     ),
-    (r"(?:.*/)?spatial_gating_unit/norm/(?:gamma|beta)", (_MODEL,)),
-    (r"(?:.*/)?tiny_attention/output/kernel", (None, _MODEL)),
-    (r"(?:.*/)?tiny_attention/output/bias", (_MODEL,)),
-    (r"(?:.*/)?(?:token|segment)_embedding/embeddings", (None, _MODEL)),
+    (r"^(?:.*/)?spatial_gating_unit/norm/(?:gamma|beta)$", (_MODEL,)),
+    (r"^(?:.*/)?tiny_attention/output/kernel$", (None, _MODEL)),
+    (r"^(?:.*/)?tiny_attention/output/bias$", (_MODEL,)),
+    (r"^(?:.*/)?(?:token|segment)_embedding/embeddings$", (None, _MODEL)),
 )
 
 

@@ -92,7 +92,9 @@ def test_refusal_while_the_step_is_traced_leaves_the_model_usable(family, monkey
         lambda: classifier.evaluate(gray, labels, verbose=0),
         lambda: classifier.fit(gray, labels, verbose=0),
     ):
-        with pytest.raises(ValueError, match=ALLOWED):
+        # Keras 3.12's trainer wraps the call's ValueError in a RuntimeError
+        # when evaluate or fit first builds the model; the message is kept.
+        with pytest.raises((ValueError, RuntimeError), match=ALLOWED):
             run()
         for got, expected in zip(as_numpy(classifier.weights), weights):
             np.testing.assert_array_equal(got, expected)

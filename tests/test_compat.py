@@ -20,6 +20,10 @@ from keras_gmlp.models import gMLPMaskedLMPreprocessor
 from keras_gmlp.models import gMLPTextClassifierPreprocessor
 from keras_gmlp.models import gMLPTokenizer
 
+# What this module checks does not depend on KERAS_BACKEND: CI runs it in
+# one lane only (.ci/run).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCANNED = ("keras_gmlp", "applications", "benchmarks")
 COMPAT = ROOT / "keras_gmlp" / "_compat.py"

@@ -7,6 +7,10 @@ import pathlib
 
 import pytest
 
+# What this module checks does not depend on KERAS_BACKEND: CI runs it in
+# one lane only (.ci/run).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHECKED_TREES = ("keras_gmlp", "applications")
 MAX_FUNCTION_LINES = 60

@@ -13,6 +13,10 @@ import pathlib
 
 import pytest
 
+# What this module checks does not depend on KERAS_BACKEND: CI runs it in
+# one lane only (.ci/run).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "keras_gmlp"
 

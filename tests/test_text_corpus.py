@@ -6,6 +6,10 @@ import pytest
 
 from keras_gmlp.utils import text_corpus
 
+# What this module checks does not depend on KERAS_BACKEND: CI runs it in
+# one lane only (.ci/run).
+pytestmark = pytest.mark.backend_independent
+
 CLS, SEP, MASK = 2, 3, 4
 
 

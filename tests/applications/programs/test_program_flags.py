@@ -23,6 +23,10 @@ from tests.applications.programs.helpers import describe
 from tests.applications.programs.helpers import program_env
 from tests.applications.programs.helpers import program_path
 
+# What this module checks does not depend on KERAS_BACKEND: CI runs it in
+# one lane only (.ci/run).
+pytestmark = pytest.mark.backend_independent
+
 PROGRAMS = (
     "pretrain_mlm",
     "train_causal_lm",

@@ -1,0 +1,197 @@
+"""Plants deliberate bugs one at a time and runs the tests that should catch
+each: a check that the tests can fail.
+
+    python .ci/planted_bugs.py CLONE [NUMBER ...]
+
+CLONE is a scratch clone of this repository (each file is restored after
+its run, but do not point it at a working tree with changes). Prints one
+JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
+picks the backend (torch by default, the fastest). Not run by CI: the
+sixteen runs take about ten minutes.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(sys.argv[1])
+BACKEND = os.environ.get("KERAS_BACKEND", "torch")
+BUGS = [
+    (
+        "SGU causal mask off by one: each token also sees the next one",
+        "keras_gmlp/layers/spatial_gating_unit.py",
+        "visible = ops.arange(columns)[None, :] <= positions[:, None]",
+        "visible = ops.arange(columns)[None, :] <= positions[:, None] + 1",
+        ["tests/layers/test_spatial_gating_unit.py", "tests/layers/test_properties.py"],
+    ),
+    (
+        "gMLPBlock drops its residual",
+        "keras_gmlp/layers/gmlp_block.py",
+        "outputs = inputs + drop_branch(",
+        "outputs = 0 * inputs + drop_branch(",
+        ["tests/layers/test_gmlp_block.py"],
+    ),
+    (
+        "TinyAttention softmax over the wrong axis (queries, not keys)",
+        "keras_gmlp/layers/tiny_attention.py",
+        "ops.softmax(scores, axis=-1)",
+        "ops.softmax(scores, axis=-2)",
+        ["tests/layers/test_tiny_attention.py"],
+    ),
+    (
+        "TinyAttention scaled by d instead of sqrt(d)",
+        "keras_gmlp/layers/tiny_attention.py",
+        "/ math.sqrt(self.attention_dim)",
+        "/ self.attention_dim",
+        ["tests/layers/test_tiny_attention.py"],
+    ),
+    (
+        "MixerBlock returns the token-mixed branch with a reshape where a transpose belongs",
+        "keras_gmlp/layers/mixer_block.py",
+        "x = inputs + ops.transpose(mixed, (0, 2, 1))",
+        "x = inputs + ops.reshape(mixed, ops.shape(inputs))",
+        ["tests/layers/test_mixer_block.py"],
+    ),
+    (
+        "StochasticDepth keeps branches without rescaling by 1/(1-rate)",
+        "keras_gmlp/layers/stochastic_depth.py",
+        "return inputs * keep / ops.cast(keep_prob, inputs.dtype)",
+        "return inputs * keep",
+        ["tests/layers/test_stochastic_depth.py"],
+    ),
+    (
+        "PatchEmbedding orders patches column-major",
+        "keras_gmlp/layers/patch_embedding.py",
+        "return ops.reshape(x, (shape[0], shape[1] * shape[2], self.hidden_dim))",
+        "return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (shape[0], shape[1] * shape[2], self.hidden_dim))",
+        ["tests/layers/test_patch_embedding.py"],
+    ),
+    (
+        "timm conversion: the stem conv's kernel with height and width swapped",
+        "keras_gmlp/utils/timm/layout.py",
+        "lambda w: w.transpose(2, 3, 1, 0),",
+        "lambda w: w.transpose(3, 2, 1, 0),",
+        ["tests/applications/test_timm_parity.py"],
+    ),
+    (
+        "gMLPBackbone's pooled output averages over padding",
+        "keras_gmlp/models/gmlp/gmlp_backbone.py",
+        "        mask=padding_mask_input,\n    )",
+        "        mask=None,\n    )",
+        [
+            "tests/models/gmlp/test_gmlp_backbone.py",
+            "tests/models/gmlp/test_gmlp_text_classifier.py",
+        ],
+    ),
+    (
+        "gMLPCausalLM generation reads the token one position early",
+        "keras_gmlp/models/gmlp/gmlp_causal_lm.py",
+        "cache_update_index = index - 1",
+        "cache_update_index = ops.maximum(index - 2, 0)",
+        ["tests/models/gmlp/test_gmlp_causal_lm.py"],
+    ),
+    (
+        "gMLP-Ti with 29 blocks instead of 30 in the variant table",
+        "keras_gmlp/utils/variants.py",
+        '"timm_name": "gmlp_ti16_224",\n        "num_blocks": 30,',
+        '"timm_name": "gmlp_ti16_224",\n        "num_blocks": 29,',
+        ["tests/applications/test_param_counts.py"],
+    ),
+    (
+        "Resume starts one epoch late",
+        "applications/_shared/callbacks.py",
+        "initial_epoch = backup.completed_epochs()",
+        "initial_epoch = backup.completed_epochs() + 1",
+        [
+            "tests/applications/programs/test_resume.py",
+            "tests/applications/programs/test_train_image_classifier.py::test_interrupt_then_resume_matches_uninterrupted",
+        ],
+    ),
+    (
+        "--learning-rate accepts 0",
+        "applications/_shared/flags.py",
+        'lambda v: v > 0, "above 0"',
+        'lambda v: v >= 0, "above 0"',
+        ["tests/applications/programs/test_program_flags.py"],
+    ),
+    (
+        "The image program validates on the test images (checkpoint chosen on test)",
+        "applications/_image_classifier/data.py",
+        '"validation": (ends["train"], ends["validation"]),',
+        '"validation": (ends["validation"], len(labels)),',
+        [
+            "tests/applications/programs/test_train_image_classifier.py::test_fast_default_writes_every_output"
+        ],
+    ),
+    (
+        "channels_first builders move the channels with height and width swapped",
+        "keras_gmlp/applications/_image_classifier.py",
+        'keras.layers.Permute((2, 3, 1), name="to_channels_last")',
+        'keras.layers.Permute((3, 2, 1), name="to_channels_last")',
+        ["tests/applications/test_channels_first.py"],
+    ),
+    (
+        "pretrain_mlm.py reports its scores on the validation windows as test",
+        "applications/pretrain_mlm.py",
+        'test_and_plot(args, trainer, history, masked["test"], counts)',
+        'test_and_plot(args, trainer, history, masked["validation"], counts)',
+        [
+            "tests/applications/programs/test_pretrain_mlm.py::test_fast_default_writes_outputs"
+        ],
+    ),
+]
+
+only = sys.argv[2:]
+results = []
+for number, (title, path, old, new, tests) in enumerate(BUGS, 1):
+    if only and str(number) not in only:
+        continue
+    file = REPO / path
+    text = file.read_text()
+    assert text.count(old) == 1, (title, text.count(old))
+    file.write_text(text.replace(old, new))
+    start = time.time()
+    try:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:warnings",
+                "-x",
+                "-m",
+                "not multidevice",
+                *tests,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KERAS_BACKEND": BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        )
+    finally:
+        file.write_text(text)
+    failed = [
+        line.split(" - ")[0]
+        for line in run.stdout.splitlines()
+        if line.startswith("FAILED")
+    ]
+    last = (
+        run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-300:]
+    )
+    results.append(
+        {
+            "bug": number,
+            "title": title,
+            "file": path,
+            "caught": run.returncode != 0,
+            "failed": failed,
+            "summary": last,
+            "seconds": round(time.time() - start),
+        }
+    )
+    print(json.dumps(results[-1]), flush=True)

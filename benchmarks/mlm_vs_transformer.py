@@ -361,6 +361,7 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
     vocabulary_size = data["tokenizer"].vocabulary_size()
     model = build_masked_lm(name, args, vocabulary_size, intermediate_dim)
     compile_model(model, args)
+    initial_toeplitz = spatial_toeplitz_scores(name, model)
     # The batches and their masks depend on the seed only, not the model.
     rng = np.random.default_rng(seed)
     curve = []
@@ -408,7 +409,22 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
             f"{curve[-1]['heldout_accuracy']:.3f} ({curve[-1]['seconds']:.0f} s)",
             flush=True,
         )
-    return curve
+    if initial_toeplitz is None:
+        return curve, None
+    return curve, {
+        "initial": initial_toeplitz,
+        "trained": spatial_toeplitz_scores(name, model),
+    }
+
+
+def spatial_toeplitz_scores(name, model):
+    """Per layer, how close the spatial weights are to Toeplitz (the paper's
+    observation about trained MLM models); None for BERT, which has none."""
+    if name == "bert":
+        return None
+    from keras_gmlp.visualization import toeplitz_scores
+
+    return [round(score, 4) for score in toeplitz_scores(model)]
 
 
 def last_fifth_gain(curve):
@@ -468,16 +484,30 @@ def summarise(results, args):
             "seconds_per_run": statistics.median(
                 run["curve"][-1]["seconds"] for run in runs
             ),
+            "toeplitz_scores": median_toeplitz_scores(runs),
         }
     return summary
+
+
+def median_toeplitz_scores(runs):
+    """{"initial", "trained"}: each layer's median score over the seeds, or
+    None for BERT and for runs written before the scores were recorded."""
+    scores = [run.get("toeplitz_scores") for run in runs]
+    if not all(score and score["trained"] for score in scores):
+        return None
+    return {
+        stage: [statistics.median(layer) for layer in zip(*(s[stage] for s in scores))]
+        for stage in ("initial", "trained")
+    }
 
 
 def table(results, args):
     lines = [
         "| model | layers | d_ffn | non-embedding params | embedding params "
         "| held-out perplexity, median [min, max] | masked-token accuracy (median) "
-        "| last-fifth gain (max over seeds) | levelled off (< 2% in every seed) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| last-fifth gain (max over seeds) | levelled off (< 2% in every seed) "
+        "| Toeplitz score per layer, initial -> trained (median) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in args.models:
         model, row = results["models"][name], results["summary"][name]
@@ -487,9 +517,20 @@ def table(results, args):
             f"| {row['median_perplexity']:.2f} [{row['min_perplexity']:.2f}, "
             f"{row['max_perplexity']:.2f}] | {row['median_accuracy']:.3f} "
             f"| {100 * row['max_last_fifth_gain']:.2f}% "
-            f"| {'yes' if row['levelled_off'] else 'no'} |"
+            f"| {'yes' if row['levelled_off'] else 'no'} "
+            f"| {toeplitz_cell(row['toeplitz_scores'])} |"
         )
     return "\n".join(lines)
+
+
+def toeplitz_cell(scores):
+    if scores is None:
+        return "-"
+    initial, trained = (
+        ", ".join(f"{score:.2f}" for score in scores[stage])
+        for stage in ("initial", "trained")
+    )
+    return f"{initial} -> {trained}"
 
 
 def plot(results, args, path):
@@ -695,8 +736,10 @@ def main(argv=None):
     )
     for seed in results["seeds"]:
         for name in args.models:
-            curve = train_one(name, seed, args, data, heldout, dims.get(name))
-            results["runs"][name].append({"seed": seed, "curve": curve})
+            curve, toeplitz = train_one(name, seed, args, data, heldout, dims.get(name))
+            results["runs"][name].append(
+                {"seed": seed, "curve": curve, "toeplitz_scores": toeplitz}
+            )
         # Outputs after every seed, so a stopped run still leaves results.
         results["summary"] = summarise(results, args)
         results["seconds"] = time.perf_counter() - started

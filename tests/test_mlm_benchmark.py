@@ -44,6 +44,19 @@ def test_quick_run_writes_matched_results(tmp_path, capsys):
         assert summary["levelled_off"] == all(
             g < 0.02 for g in summary["last_fifth_gains"]
         )
+    # Each gMLP and aMLP run records its layers' Toeplitz scores before and
+    # after training, and the summary takes their per-layer median; BERT has
+    # no spatial weights.
+    num_layers = results["config"]["gmlp_layers"]
+    assert results["runs"]["bert"][0]["toeplitz_scores"] is None
+    assert results["summary"]["bert"]["toeplitz_scores"] is None
+    for name in ("gmlp", "amlp"):
+        scores = results["runs"][name][0]["toeplitz_scores"]
+        for stage in ("initial", "trained"):
+            assert len(scores[stage]) == num_layers
+            assert all(0.0 <= score <= 1.0 for score in scores[stage])
+            assert results["summary"][name]["toeplitz_scores"][stage] == scores[stage]
+        assert scores["initial"] != scores["trained"], name
     assert (tmp_path / "mlm_vs_transformer.png").read_bytes()[:4] == b"\x89PNG"
     csv = (tmp_path / "mlm_vs_transformer.csv").read_text().splitlines()
     assert len(csv) == 1 + 3 * len(results["runs"]["bert"][0]["curve"])

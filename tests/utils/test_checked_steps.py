@@ -10,35 +10,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_gmlp.applications.gmlp import gMLP
+from tests.utils.tiny_image_models import builder_model
+from tests.utils.tiny_image_models import keras_hub_classifier
 
 EMPTY = r"needs at least one sample per batch; `(images|inputs|token_ids)` is an empty batch"
-
-
-def builder_model():
-    return gMLP(
-        num_blocks=1,
-        hidden_dim=8,
-        intermediate_dim=16,
-        patch_size=8,
-        input_shape=(16, 16, 3),
-        classes=3,
-        classifier_activation=None,
-    )
-
-
-def keras_hub_classifier():
-    from keras_gmlp.models import gMLPImageBackbone
-    from keras_gmlp.models import gMLPImageClassifier
-
-    backbone = gMLPImageBackbone(
-        patch_size=8,
-        num_layers=1,
-        hidden_dim=8,
-        intermediate_dim=16,
-        image_shape=(16, 16, 3),
-    )
-    return gMLPImageClassifier(backbone=backbone, num_classes=3, preprocessor=None)
 
 
 def text_classifier():

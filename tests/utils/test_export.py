@@ -9,9 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_gmlp.applications.gmlp import gMLP
 from keras_gmlp.utils import export
 from keras_gmlp.utils.export import check_export
+from tests.utils.tiny_image_models import builder_model
+from tests.utils.tiny_image_models import keras_hub_classifier
 
 TENSORFLOW_WORKS = (
     r"On the TensorFlow backend \(KERAS_BACKEND=tensorflow\) the formats "
@@ -84,29 +85,14 @@ FAILING = {"tensorflow": "torch", "jax": "openvino", "torch": "onnx"}
 def test_models_refuse_before_keras_writes_anything(tmp_path):
     """The keras-hub classes' and the builders' models' `export` refuse at
     once, and leave no file behind."""
-    from keras_gmlp.models import gMLPImageBackbone
-
     backend = keras.config.backend()
-    backbone = gMLPImageBackbone(
-        patch_size=8,
-        num_layers=1,
-        hidden_dim=8,
-        intermediate_dim=16,
-        image_shape=(16, 16, 3),
-    )
-    builder_model = gMLP(
-        num_blocks=1,
-        hidden_dim=8,
-        intermediate_dim=16,
-        patch_size=8,
-        input_shape=(16, 16, 3),
-        classes=2,
-    )
-    builder_model(np.zeros((1, 16, 16, 3), "float32"))
+    backbone = keras_hub_classifier().backbone
+    builder = builder_model()
+    builder(np.zeros((1, 16, 16, 3), "float32"))
     path = str(tmp_path / "artifact")
     for run in (
         lambda: backbone.export(path, format=FAILING[backend]),
-        lambda: builder_model.export(path, format=FAILING[backend]),
+        lambda: builder.export(path, format=FAILING[backend]),
     ):
         with pytest.raises(ValueError, match=f"on the {backend} backend"):
             run()

@@ -443,27 +443,20 @@ def last_fifth_gain(curve):
 # ---------------------------------------------------------------- the outputs
 
 
-def write_atomically(path, write):
-    """Writes through `write(temporary_path)`, then renames into place."""
-    path = pathlib.Path(path)
-    handle, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix
-    )
-    os.close(handle)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+def _shared_files():
+    """The programs' atomic writers (`applications/_shared/files.py`): a
+    temporary name beside the target, renamed into place, with the
+    permissions the umask gives."""
+    applications = str(pathlib.Path(__file__).resolve().parents[1] / "applications")
+    if applications not in sys.path:
+        sys.path.insert(0, applications)
+    from _shared import files
+
+    return files
 
 
 def write_text(path, text):
-    def write(temporary):
-        with open(temporary, "w", encoding="utf-8") as file:
-            file.write(text)
-
-    write_atomically(path, write)
+    _shared_files().write_text(path, text)
 
 
 def summarise(results, args):
@@ -568,7 +561,8 @@ def plot(results, args, path):
     axis.legend()
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
-    write_atomically(path, lambda temporary: figure.savefig(temporary, format="png"))
+    with _shared_files().atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png")
     plt.close(figure)
 
 

@@ -4,6 +4,7 @@ non-embedding parameters are matched."""
 
 import importlib.util
 import json
+import os
 import pathlib
 
 import keras
@@ -61,8 +62,14 @@ def test_quick_run_writes_matched_results(tmp_path, capsys):
     csv = (tmp_path / "mlm_vs_transformer.csv").read_text().splitlines()
     assert len(csv) == 1 + 3 * len(results["runs"]["bert"][0]["curve"])
     assert "| aMLP |" in capsys.readouterr().out
-    # Nothing half-written is left behind.
+    # Nothing half-written is left behind, and the outputs have the modes
+    # the umask gives, not tempfile's owner-only 0600.
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    umask = os.umask(0)
+    os.umask(umask)
+    for suffix in ("json", "csv", "md", "png"):
+        mode = (tmp_path / f"mlm_vs_transformer.{suffix}").stat().st_mode & 0o777
+        assert mode == 0o666 & ~umask, (suffix, oct(mode))
     _check_merge(tmp_path, results)
 
 

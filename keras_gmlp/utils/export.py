@@ -24,6 +24,14 @@ ON_TENSORFLOW = (
 
 # Formats Keras offers that fail for these models on a backend, and why.
 REFUSED = {
+    # It exports, but the artifact does not run: jax 0.10.2 writes GELU's
+    # erf as a `vhlo.composite_v2` op and jax 0.12 its shape assertions as
+    # `vhlo.custom_call_v2`, and TensorFlow 2.21's XlaCallModule cannot
+    # deserialize either.
+    ("jax", "tf_saved_model"): (
+        "TensorFlow cannot run the SavedModel that jax writes (its "
+        "XlaCallModule cannot deserialize jax's StableHLO ops)"
+    ),
     ("jax", "litert"): "Keras' LiteRT export needs the TensorFlow or PyTorch backend",
     ("jax", "openvino"): (
         "OpenVINO cannot convert the XlaCallModule op that jax2tf writes"

@@ -9,9 +9,10 @@ padded to it, and padding does not change the outputs of real tokens.
 each input its own symbolic length, which cannot be added together.)
 
 Cells not here and why (see the report/README matrix): JAX tf_saved_model
-exports, but TensorFlow 2.21 cannot run the artifact (jax 0.10.2 writes
-`erf` as a `vhlo.composite_v2` op that TF's XlaCallModule does not know:
-"Cannot deserialize computation"); JAX onnx needs the
+is refused by the library: Keras exports, but TensorFlow 2.21 cannot run
+the artifact (jax 0.10.2 writes `erf` as a `vhlo.composite_v2` op, jax 0.12
+its shape assertions as `vhlo.custom_call_v2`, and TF's XlaCallModule
+knows neither: "Cannot deserialize computation"); JAX onnx needs the
 `jax2onnx` package; JAX litert is refused by Keras ("requires TensorFlow or
 PyTorch backend"); PyTorch tf_saved_model fails inside Keras' torch.export
 bridge; PyTorch onnx fails inside keras.layers.ReversibleEmbedding ("Cannot

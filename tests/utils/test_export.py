@@ -24,6 +24,7 @@ TENSORFLOW_WORKS = (
 REFUSALS = [
     ("torch", "tf_saved_model", "SavedModel export through torch.export fails"),
     ("torch", "onnx", "torch.onnx fails on these models"),
+    ("jax", "tf_saved_model", "TensorFlow cannot run the SavedModel that jax writes"),
     ("jax", "openvino", "cannot convert the XlaCallModule op that jax2tf writes"),
     ("jax", "litert", "LiteRT export needs the TensorFlow or PyTorch backend"),
     ("jax", "torch", "torch.export, which needs the PyTorch backend"),

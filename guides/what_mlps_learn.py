@@ -205,7 +205,8 @@ print("Saved", os.path.join(OUTPUT_DIR, "token_mixing_units.png"))
 
 `toeplitz_score` replaces each diagonal of `W` by its mean and reports the
 share of `W`'s energy that this shift-invariant copy keeps: 1.0 for an
-exact Toeplitz matrix, about `1 / n` for noise. A freshly built model has
+exact Toeplitz matrix, about `2 / n` for noise (one mean per diagonal,
+and there are about 2 / n as many diagonals as entries). A freshly built model has
 W drawn at random near zero; `applications/pretrain_mlm.py` and
 `applications/train_causal_lm.py` report the score before and after
 training. Here a small causal model learns to copy the token two places

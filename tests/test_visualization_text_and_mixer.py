@@ -52,6 +52,17 @@ def test_toeplitz_score_is_one_for_toeplitz_and_matches_least_squares(rng, causa
         toeplitz_score(np.zeros((3, 4)))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_noise_scores_the_share_of_diagonals_among_entries(rng, causal):
+    # Each diagonal mean keeps 1/length of its diagonal's noise energy, so
+    # noise scores (number of diagonals) / (number of entries), about 2 / n:
+    # the level that a freshly built model starts from.
+    n = 64
+    diagonals, entries = (n, n * (n + 1) / 2) if causal else (2 * n - 1, n * n)
+    scores = [toeplitz_score(rng.standard_normal((n, n)), causal) for _ in range(200)]
+    assert np.mean(scores) == pytest.approx(diagonals / entries, rel=0.05)
+
+
 def text_model(rng, causal_first=True):
     """Two gMLP blocks of length 10, the first causal, kernels randomised."""
     model = keras.Sequential(

@@ -17,7 +17,8 @@ def toeplitz_score(kernel, causal=False):
     entries (all of them, or `j <= i` when `causal`); that is the closest
     Toeplitz (shift-invariant) matrix to `W`. The score is that matrix's
     energy over the visible entries divided by `W`'s: 1.0 for an exactly
-    Toeplitz `W`, near `1 / n` for noise. The gMLP paper (Liu et al., 2021,
+    Toeplitz `W`; for noise, the number of diagonals over the number of
+    visible entries, about `2 / n` either way. The gMLP paper (Liu et al., 2021,
     Figure 7 and section 4) observed learned filters that are local and
     nearly Toeplitz, which motivated its shift-invariant variant.
 

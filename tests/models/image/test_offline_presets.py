@@ -196,6 +196,31 @@ def _hub_reachable():
     return True
 
 
+# huggingface_hub's retries wait with time.sleep between attempts (1, 2, 4,
+# 8 and 8 s on an unreachable hub, in huggingface_hub 2.x). The subprocess
+# counts those waits instead of timing itself: under CI's load the import
+# alone can take 20 s.
+_COUNT_WAITS = "import time\nwaits = []\ntime.sleep = waits.append\n"
+
+
+def _run_with_the_real_hub(code, hf_home):
+    """Runs `code` in a fresh interpreter with the real huggingface_hub and
+    HF_HOME at `hf_home`; returns its output lines and the waits it made."""
+    env = dict(os.environ, HF_HOME=str(hf_home), PYTHONPATH=os.getcwd())
+    env.pop("HF_HUB_CACHE", None)
+    env.pop("HF_HUB_OFFLINE", None)
+    result = subprocess.run(
+        [sys.executable, "-c", _COUNT_WAITS + code + "print('waits', waits)\n"],
+        env=env,
+        timeout=600,  # a guard against a hang, not a measurement
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *lines, waits = result.stdout.strip().splitlines()
+    return lines, waits
+
+
 def test_the_real_hub_offline_fails_in_one_line(tmp_path):
     if _hub_reachable():
         pytest.skip("this machine has network; the offline path is faked above")
@@ -206,18 +231,10 @@ def test_the_real_hub_offline_fails_in_one_line(tmp_path):
         "except Exception as error:\n"
         "    print(type(error).__name__, error)\n"
     )
-    env = dict(os.environ, HF_HOME=str(tmp_path), PYTHONPATH=os.getcwd())
-    # A bound, not a measurement: huggingface_hub's own retries took 23 s.
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        timeout=20,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    lines = result.stdout.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("HubUnavailableError"), result.stdout
+    lines, waits = _run_with_the_real_hub(code, tmp_path)
+    assert len(lines) == 1 and lines[0].startswith("HubUnavailableError"), lines
+    assert "no network" in lines[0], lines
+    assert waits == "waits []", f"huggingface_hub retried: {waits}"
 
 
 def test_the_real_hub_client_uses_its_cache_offline(tmp_path):
@@ -234,14 +251,6 @@ def test_the_real_hub_client_uses_its_cache_offline(tmp_path):
         "from keras_gmlp.utils.preset_files import preset_file\n"
         "print(preset_file('hf://timm/gmlp_s16_224.ra3_in1k', 'config.json'))\n"
     )
-    env = dict(os.environ, HF_HOME=str(tmp_path), PYTHONPATH=os.getcwd())
-    env.pop("HF_HUB_CACHE", None)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        timeout=20,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.strip().endswith(f"{commit}/config.json"), result.stdout
+    lines, waits = _run_with_the_real_hub(code, tmp_path)
+    assert len(lines) == 1 and lines[0].endswith(f"{commit}/config.json"), lines
+    assert waits == "waits []", f"huggingface_hub retried: {waits}"

@@ -18,8 +18,18 @@ reported once, next to the majority-class baseline.
 --data-dir: glue/sst2 (single sentences), glue/mnli (sentence pairs,
 scored on validation_matched), glue/qnli, glue/rte, imdb_reviews,
 ag_news_subset, or any dataset with one or two text features and a
-"label" ClassLabel. The split named above is the test split (GLUE's test
-labels are withheld); the last --test-fraction of "train" validates.
+"label" ClassLabel, read as a stream. The split named above is the test
+split (GLUE's test labels are withheld); the last --test-fraction of
+"train" validates. --train-files reads local text files instead, each
+document labelled by the name of its file's folder (as Keras'
+text_dataset_from_directory labels files: 'reviews/train/pos/*.txt');
+--validation-files and --test-files likewise, or carved from the train
+files by position. Validation and test score at most --eval-batches
+batches.
+
+Training counts steps: --steps, or --epochs passes over the train examples
+(one counting pass first), with a checkpoint every --save-every steps that
+a rerun resumes from, input position included.
 
 Outputs in --output-dir: best_preset/ (highest validation accuracy) and
 final_preset/, history.csv, training_curves.png, confusion_matrix.png
@@ -28,17 +38,21 @@ final_preset/, history.csv, training_curves.png, confusion_matrix.png
     python applications/pretrain_mlm.py                  # makes the preset
     python applications/finetune_text_classifier.py
     python applications/finetune_text_classifier.py --dataset glue/mnli --data-dir ~/tensorflow_datasets
+    python applications/finetune_text_classifier.py --train-files 'reviews/train/*/*.txt' --steps 2000
 """
 
 import pathlib
 import time
 
+from _shared.flags import add_step_flags
+from _shared.flags import add_text_file_flags
+from _shared.flags import check_step_flags
+from _shared.flags import check_text_file_flags
 from _shared.flags import flag_given
 from _shared.flags import fraction
 from _shared.flags import make_parser
 from _shared.flags import non_negative_float
 from _shared.flags import positive_float
-from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.flags import unit_float
 from _shared.interrupt import run
@@ -64,7 +78,24 @@ FAST_EXAMPLES = {"train": 24, "validation": 12, "test": 12}
 PARTS = ("train", "validation", "test")
 # The flags that define the model and its data: a resumed run must have
 # the same (run_state.json keeps them).
-MODEL_FLAGS = ("preset", "dataset", "max_examples", "dropout", "test_fraction", "fast")
+MODEL_FLAGS = (
+    "preset",
+    "dataset",
+    "train_files",
+    "validation_files",
+    "test_files",
+    "shuffle_buffer",
+    "dropout",
+    "test_fraction",
+    "batch_size",
+    "seed",
+    "epochs",
+    "steps",
+    "warmup_steps",
+    "save_every",
+    "dtype_policy",
+    "fast",
+)
 
 
 def parse_args(argv=None):
@@ -82,12 +113,6 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
-    )
-    parser.add_argument(
-        "--max-examples",
-        type=positive_int,
-        default=100000,
-        help="most --dataset examples read per split",
     )
     parser.add_argument(
         "--learning-rate",
@@ -112,14 +137,17 @@ def parse_args(argv=None):
         "as many validate; whole module files); share of --dataset's train "
         "examples kept for validation",
     )
+    add_text_file_flags(parser, with_vocabulary=False)
+    add_step_flags(parser)
     args = parser.parse_args(argv)
     if args.fast and not flag_given(argv, "--epochs"):
         args.epochs = 1
     if args.data_dir and not args.dataset:
         parser.error("--data-dir needs --dataset")
+    check_text_file_flags(parser, args)
+    check_step_flags(parser, args, argv)
     args.preset = checked_preset(parser, args.preset)
     args.output_dir = prepare_output_dir(parser, args.output_dir)
-    quiet_tensorflow_logs()
     return parser, args
 
 
@@ -225,9 +253,33 @@ def offline_task(args):
     return data, list(PACKAGES), names
 
 
+def example_source(description, make, examples=None):
+    """A DocumentSource of (texts, label) examples: `texts` a tuple of one
+    string (a sentence) or two (a pair)."""
+    from _shared.text_sources import DocumentSource
+
+    return DocumentSource(description, make, examples)
+
+
+def memory_task_sources(data):
+    """Sources of the offline task's in-memory parts."""
+    import tensorflow as tf
+
+    def source(part):
+        texts, labels = data[part]["texts"], data[part]["labels"]
+        return example_source(
+            f"{len(labels)} {part} paragraphs",
+            lambda: tf.data.Dataset.from_tensor_slices((tuple(texts), labels)),
+            len(labels),
+        )
+
+    return {part: source(part) for part in PARTS}
+
+
 def tfds_task(parser, args):
+    """(sources, class names, split names) of --dataset, streamed."""
     import _shared.text_data as text_data
-    import numpy as np
+    import tensorflow as tf
 
     try:
         builder = text_data.tfds_builder(args.dataset, args.data_dir)
@@ -252,64 +304,116 @@ def tfds_task(parser, args):
                 f"validation or test split; it has text features {list(columns)} and "
                 f"splits {sorted(splits)}"
             )
-    data = {}
-    for part, split_name in (("train", "train"), ("test", eval_split)):
-        limit = FAST_EXAMPLES[part] * 4 if args.fast else args.max_examples
-        try:
-            values = text_data.load_tfds_columns(
-                builder, split_name, list(columns) + ["label"], limit
+    size = builder.info.splits["train"].num_examples
+    start = size - min(size - 1, max(1, round(args.test_fraction * size)))
+    names = {
+        "train": f"train[:{start}]",
+        "validation": f"train[{start}:]",
+        "test": eval_split,
+    }
+
+    def source(split):
+        def make():
+            # GLUE's test splits are unlabelled (-1).
+            examples = builder.as_dataset(split=split, shuffle_files=False)
+            return examples.filter(lambda e: e["label"] >= 0).map(
+                lambda e: (tuple(e[c] for c in columns), tf.cast(e["label"], "int32"))
             )
-        except Exception as error:  # tfds' errors for unprepared data vary
-            parser.error(
-                f"--dataset {args.dataset} split {split_name!r} could not be read "
-                f"from --data-dir {args.data_dir}: {error}"
-            )
-        labels = np.array(values["label"], dtype="int32")
-        # GLUE's test splits are unlabelled (-1).
-        keep = labels >= 0
-        if not keep.any():
-            parser.error(f"--dataset {args.dataset} split {split_name!r} has no labels")
-        data[part] = {
-            "texts": tuple([t for t, k in zip(values[c], keep) if k] for c in columns),
-            "labels": labels[keep],
-        }
-    data["train"], data["validation"], names = carve_validation(
-        data["train"], args.test_fraction
+
+        return example_source(f"split {split!r}", make)
+
+    return (
+        {part: source(split) for part, split in names.items()},
+        list(label.names),
+        names,
     )
-    return data, list(label.names), {**names, "test": eval_split}
 
 
-def carve_validation(train, fraction):
-    """(train, validation, split names): the last `fraction` of the train
-    examples (at least one) validate."""
-    size = len(train["labels"])
-    start = size - min(size - 1, max(1, round(fraction * size)))
-    percent = round(100 * start / size)
-    parts = [
-        {
-            "texts": tuple(column[rows] for column in train["texts"]),
-            "labels": train["labels"][rows],
-        }
-        for rows in (slice(None, start), slice(start, None))
-    ]
-    names = {"train": f"train[:{percent}%]", "validation": f"train[{percent}%:]"}
-    return parts[0], parts[1], names
+def file_task(parser, args):
+    """(sources, class names, split names) of --train-files (and
+    --validation-files, --test-files), labelled by folder name."""
+    import pathlib
+
+    from _shared import text_sources
+    from _shared import text_stream
+
+    patterns = {
+        part: getattr(args, f"{part}_files")
+        for part in PARTS
+        if getattr(args, f"{part}_files")
+    }
+    paths = {}
+    for part, pattern in patterns.items():
+        try:
+            paths[part] = text_stream.resolve_files(pattern)
+            for path in paths[part]:
+                text_stream.check_text_file(path)
+        except ValueError as error:
+            parser.error(f"--{part}-files: {error}")
+    class_names = sorted({pathlib.Path(p).parent.name for p in paths["train"]})
+    if len(class_names) < 2:
+        parser.error(
+            f"--train-files: the files' folders name the classes; {patterns['train']!r} "
+            f"gives {len(class_names)} ({class_names})"
+        )
+    for part, part_paths in paths.items():
+        unknown = sorted(
+            {pathlib.Path(p).parent.name for p in part_paths} - set(class_names)
+        )
+        if unknown:
+            parser.error(f"--{part}-files: folders {unknown} are no train class")
+
+    def source(part):
+        return example_source(
+            f"{len(paths[part])} files {patterns[part]}",
+            lambda: text_stream.labelled_file_documents(paths[part], class_names).map(
+                lambda text, label: ((text,), label)
+            ),
+        )
+
+    sources = {part: source(part) for part in paths}
+    if len(sources) < 3:
+        carved = text_sources.carve(sources["train"], args.test_fraction)
+        sources = {part: sources.get(part, carved[part]) for part in PARTS}
+    return sources, class_names, {part: sources[part].description for part in PARTS}
 
 
-def pack(preprocessor, texts, chunk=2000):
-    """Runs the classifier's preprocessor once over all texts (tuples of
-    segment lists) and returns numpy inputs."""
-    import numpy as np
-    import tensorflow as tf
+def packed(preprocessor, examples):
+    """`examples` ((texts, label)) through the classifier's preprocessor."""
 
-    pieces = []
-    for start in range(0, len(texts[0]), chunk):
-        segments = tuple(tf.constant(s[start : start + chunk]) for s in texts)
+    def pack(texts, label):
         # By keyword: keras-hub reads a bare tuple as (x, y), not as the
         # two segments of a sentence pair.
-        x = preprocessor(x=segments[0] if len(segments) == 1 else segments)
-        pieces.append({k: np.asarray(v) for k, v in x.items()})
-    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+        x = preprocessor(x=texts[0] if len(texts) == 1 else texts)
+        return x, label
+
+    return examples.map(pack)
+
+
+def heldout_arrays(preprocessor, sources, args):
+    """{"validation", "test"} -> (packed inputs, labels) as numpy, at most
+    --eval-batches batches each; a part without an example is refused."""
+    from _shared.language_corpus import refuse
+    from _shared.text_stream import take_arrays
+
+    arrays = {}
+    for part in PARTS[1:]:
+        examples = packed(preprocessor, sources[part].dataset())
+        arrays[part] = take_arrays(examples, args.eval_batches * args.batch_size)
+        if arrays[part] is None:
+            refuse(f"the {part} split ({sources[part].description}) has no examples")
+    return arrays
+
+
+def train_label_counts(source, num_classes):
+    """How many train examples each class has (one pass over the labels)."""
+    import numpy as np
+
+    counts = np.zeros(num_classes, dtype="int64")
+    labels = source.dataset().map(lambda texts, label: label).batch(4096)
+    for batch in labels.as_numpy_iterator():
+        counts += np.bincount(batch, minlength=num_classes)[:num_classes]
+    return counts
 
 
 def plot_confusion_matrix(labels, predictions, class_names, path):
@@ -345,22 +449,26 @@ def plot_confusion_matrix(labels, predictions, class_names, path):
     save_figure(figure, path)
 
 
-def train_classifier(args, run, classifier, train, validation):
-    """Fits `classifier` on the train texts, choosing the epoch on the
-    packed `validation` data; returns (trainer, history)."""
+def train_classifier(args, run, classifier, train_source, validation):
+    """Fits `classifier` on the streamed train examples, choosing the
+    checkpoint on the packed `validation` data; returns (trainer,
+    history)."""
     import keras
-    from _shared.batches import EpochSeededBatches
     from _shared.text_training import fit_task
+    from _shared.text_training import training_stream
 
-    train_x = pack(classifier.preprocessor, train["texts"])
-    batches = EpochSeededBatches(train_x, train["labels"], args.batch_size, args.seed)
+    stream = training_stream(
+        args,
+        train_source.dataset(),
+        lambda examples: packed(classifier.preprocessor, examples),
+    )
     compile_args = {
         "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         "metrics": ["accuracy"],
     }
     return fit_task(
         classifier,
-        batches,
+        stream,
         validation,
         args,
         run,
@@ -371,11 +479,15 @@ def train_classifier(args, run, classifier, train, validation):
 
 
 def load_task(parser, args):
-    """({"train", "validation", "test"} -> data, class names, split names,
-    task name) of --dataset or of the offline task."""
+    """(sources, class names, split names, task name) of --train-files,
+    --dataset or the offline task."""
+    if args.train_files:
+        return *file_task(parser, args), args.train_files
     if args.dataset:
         return *tfds_task(parser, args), args.dataset
-    return *offline_task(args), "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
+    data, class_names, names = offline_task(args)
+    task_name = "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
+    return memory_task_sources(data), class_names, names, task_name
 
 
 def load_classifier(args, num_classes):
@@ -392,88 +504,116 @@ def load_classifier(args, num_classes):
         ) from None
 
 
-def print_task(task_name, data, names, class_names, majority, majority_accuracy):
-    sizes = ", ".join(
-        f"{len(data[part]['labels'])} {part} ({names[part]})" for part in PARTS
-    )
+def print_task(task, heldout):
+    def size(part):
+        description = task["sources"][part].description
+        if part in heldout:
+            return f"{len(heldout[part][1])} {part} ({description})"
+        return f"{int(task['counts'].sum())} {part} ({description})"
+
+    classes = task["classes"]
     print(
-        f"Task: {task_name}; examples: {sizes}; {len(class_names)} classes; "
-        f"always guessing the most common train class ({class_names[majority]}) "
-        f"scores {majority_accuracy:.4f} on test.",
+        f"Task: {task['name']}; examples: {', '.join(size(p) for p in PARTS)}; "
+        f"{len(classes)} classes; always guessing the most common train class "
+        f"({classes[task['majority']]}) scores {task['majority_accuracy']:.4f} on test.",
         flush=True,
     )
 
 
-def test_and_plot(args, trainer, classifier, data, class_names):
-    """Scores the chosen weights once on the test split and draws its
+def test_and_plot(args, trainer, test, class_names):
+    """Scores the chosen weights once on the packed test split and draws its
     confusion matrix; returns the test accuracy."""
     import numpy as np
 
-    test = data["test"]
-    logits = trainer.predict(
-        pack(classifier.preprocessor, test["texts"]), batch_size=256, verbose=0
-    )
+    test_x, test_y = test
+    logits = trainer.predict(test_x, batch_size=256, verbose=0)
     predictions = np.argmax(logits, axis=-1)
     plot_confusion_matrix(
-        test["labels"],
-        predictions,
-        class_names,
-        args.output_dir / "confusion_matrix.png",
+        test_y, predictions, class_names, args.output_dir / "confusion_matrix.png"
     )
-    return float(np.mean(predictions == test["labels"]))
+    return float(np.mean(predictions == test_y))
+
+
+def prepare(parser, args):
+    """The task, the classifier and the held-out arrays, with the
+    majority-class baseline; fills in the step flags. Refusals come before
+    training."""
+    import keras
+    import numpy as np
+    from _shared.language_corpus import refuse
+    from _shared.text_training import resolve_steps
+
+    sources, class_names, names, task_name = load_task(parser, args)
+    keras.utils.set_random_seed(args.seed)
+    classifier = load_classifier(args, len(class_names))
+    args.sequence_length = classifier.preprocessor.sequence_length
+    heldout = heldout_arrays(classifier.preprocessor, sources, args)
+    counts = train_label_counts(sources["train"], len(class_names))
+    if counts.sum() < args.batch_size:
+        refuse(f"the train split has {counts.sum()} examples, fewer than a batch")
+    resolve_steps(parser, args, int(counts.sum()) // args.batch_size)
+    majority = int(counts.argmax())
+    task = {
+        "name": task_name,
+        "sources": sources,
+        "names": names,
+        "classes": class_names,
+        "counts": counts,
+        "majority": majority,
+        "majority_accuracy": float(np.mean(heldout["test"][1] == majority)),
+    }
+    print_task(task, heldout)
+    return task, classifier, heldout
 
 
 def main(argv=None):
     parser, args = parse_args(argv)
+    # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, MODEL_FLAGS)
+    quiet_tensorflow_logs()
     started = time.time()
     import keras
-    import numpy as np
     from _shared.report import plot_history
     from _shared.report import write_summary
+    from _shared.text_training import training_facts
 
-    data, class_names, names, task_name = load_task(parser, args)
-    test = data["test"]
-    majority = int(
-        np.bincount(data["train"]["labels"], minlength=len(class_names)).argmax()
-    )
-    majority_accuracy = float(np.mean(test["labels"] == majority))
-    print_task(task_name, data, names, class_names, majority, majority_accuracy)
-    keras.utils.set_random_seed(args.seed)
-    classifier = load_classifier(args, len(class_names))
-    validation = data["validation"]
-    validation_x = pack(classifier.preprocessor, validation["texts"])
+    keras.config.set_dtype_policy(args.dtype_policy)
+    task, classifier, heldout = prepare(parser, args)
     trainer, history = train_classifier(
-        args, run_state, classifier, data["train"], (validation_x, validation["labels"])
+        args, run_state, classifier, task["sources"]["train"], heldout["validation"]
     )
-    accuracy = test_and_plot(args, trainer, classifier, data, class_names)
+    accuracy = test_and_plot(args, trainer, heldout["test"], task["classes"])
     plot_history(
-        history, args.output_dir / "training_curves.png", f"Fine-tuning on {task_name}"
+        history,
+        args.output_dir / "training_curves.png",
+        f"Fine-tuning on {task['name']}",
     )
+    examples = {"train": int(task["counts"].sum())}
+    examples.update({part: int(len(heldout[part][1])) for part in PARTS[1:]})
     summary = write_summary(
         args.output_dir / "summary.json",
         args,
         started,
-        task=task_name,
+        task=task["name"],
         accuracy=accuracy,
-        majority_class_accuracy=majority_accuracy,
-        majority_class=class_names[majority],
-        classes=class_names,
+        majority_class_accuracy=task["majority_accuracy"],
+        majority_class=task["classes"][task["majority"]],
+        classes=task["classes"],
         splits={
-            part: {"split": names[part], "examples": int(len(data[part]["labels"]))}
+            part: {"split": task["names"][part], "examples": examples[part]}
             for part in PARTS
         },
         parameters=int(classifier.count_params()),
         best_preset=str(args.output_dir / "best_preset"),
         final_preset=str(args.output_dir / "final_preset"),
-        epochs_completed=len(history.rows),
+        **training_facts(args, history),
     )
     run_state.finish()
-    verdict = "above" if accuracy > majority_accuracy else "NOT above"
+    verdict = "above" if accuracy > task["majority_accuracy"] else "NOT above"
     print(
-        f"Test ({names['test']}) accuracy {accuracy:.4f} vs majority-class "
-        f"baseline {majority_accuracy:.4f} ({verdict} it). Presets and plots in "
-        f"{args.output_dir} ({summary['seconds']:.0f} s)."
+        f"Test ({task['names']['test']}) accuracy {accuracy:.4f} vs majority-class "
+        f"baseline {task['majority_accuracy']:.4f} ({verdict} it). Presets and plots "
+        f"in {args.output_dir} ({summary['seconds']:.0f} s)."
     )
     return summary
 

@@ -2,12 +2,26 @@
 
 The default corpus is the Python Language Reference that ships with every
 CPython (`pydoc_data.topics`), split by document (topic) into train,
-validation and test sets. A WordPiece vocabulary is trained on the train documents;
-the documents are cut into windows of --sequence-length tokens, and each
-epoch masks them afresh with BERT's 15% (80% [MASK], 10% random, 10% kept),
-drawn from (--seed, epoch, batch) so a resumed run sees the same masks as
-an uninterrupted one. The validation and test documents are masked once,
-the same for every run. The validation score chooses the best epoch (and,
+validation and test sets; --train-files reads local text files and
+--dataset a tensorflow-datasets corpus, both as a stream (any size, bounded
+memory). A WordPiece vocabulary is trained on the first --vocabulary-sample
+train documents (or read from --vocabulary). The documents are tokenized
+in tf.data, joined with [SEP] and cut into windows of --sequence-length
+tokens across document boundaries (BERT's pretraining data), shuffled with
+a bounded buffer, and each batch is masked with BERT's 15% (80% [MASK],
+10% random, 10% kept) drawn from (--seed, step), so a resumed run sees the
+same batches and masks as an uninterrupted one. The validation and test
+windows (at most --eval-batches batches) are masked once, the same for
+every run.
+
+Training counts steps: --steps, or --epochs passes over the train windows
+(one counting pass first). A checkpoint every --save-every steps holds the
+weights, the optimizer and the input stream's position; a validation score
+every --eval-every steps. --recipe paper sets the paper's pretraining
+recipe for --model gmlp_base ... amlp_large: batch 256, 512 tokens, 1M
+steps (Liu et al. 2021, section 4), and BERT's AdamW settings (peak
+learning rate 1e-4 after 10,000 warm-up steps, weight decay 0.01; Devlin
+et al. 2019) for what the stored copies of the paper do not show. The validation score chooses the best epoch (and,
 with --patience, stops training); the test documents score that model once,
 at the end ("heldout_*" in summary.json): masked-token accuracy and
 perplexity over the real masked tokens only (padded mask slots do not count).
@@ -17,7 +31,8 @@ perplexity over the real masked tokens only (padded mask slots do not count).
 amlp_large build the paper's configurations (keras_gmlp.applications).
 --dataset takes a tensorflow-datasets text corpus prepared under
 --data-dir (e.g. wikipedia/20230601.en, c4, imdb_reviews); its "text"
-feature is used, or --text-feature.
+feature is used, or --text-feature. The log and history.csv give tokens
+per second and the share of the time spent taking input.
 
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer; fine-tune them with
@@ -27,15 +42,20 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 
     python applications/pretrain_mlm.py                 # a few minutes on a CPU
     python applications/pretrain_mlm.py --model amlp --epochs 20
+    python applications/pretrain_mlm.py --model gmlp_base --recipe paper \
+        --train-files 'corpus/train-*.txt.gz' --dtype-policy mixed_bfloat16
 """
 
 import time
 
 from _shared.flags import LANGUAGE_MODEL_FAST
+from _shared.flags import add_corpus_flags
 from _shared.flags import add_optimizer_flags
+from _shared.flags import add_step_flags
+from _shared.flags import check_corpus_flags
 from _shared.flags import check_language_model_flags
+from _shared.flags import check_step_flags
 from _shared.flags import flag_given
-from _shared.flags import fraction
 from _shared.flags import make_parser
 from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
@@ -57,6 +77,21 @@ SMALL_DEFAULTS = {
     "attention_dim": 32,
 }
 FAST = LANGUAGE_MODEL_FAST
+# The paper's pretraining recipe (--recipe paper): batch, length and steps
+# from Liu et al. 2021 (section 4, as ../shared/REFERENCE.md records them),
+# the optimizer from BERT (Devlin et al. 2019), which the paper follows, and
+# BERT's 30,522 word pieces.
+PAPER_RECIPE = {
+    "batch_size": 256,
+    "sequence_length": 512,
+    "steps": 1_000_000,
+    "warmup_steps": 10_000,
+    "learning_rate": 1e-4,
+    "weight_decay": 0.01,
+    "vocabulary_size": 30522,
+    "eval_every": 10_000,
+    "save_every": 1_000,
+}
 # The validation and test masks are the same for every run and seed, so
 # runs compare.
 HELDOUT_MASK_SEEDS = {"validation": 12346, "test": 12345}
@@ -73,8 +108,20 @@ MODEL_FLAGS = (
     "dropout",
     "dataset",
     "text_feature",
-    "max_documents",
+    "train_files",
+    "validation_files",
+    "test_files",
+    "vocabulary",
+    "vocabulary_sample",
+    "shuffle_buffer",
     "heldout_fraction",
+    "batch_size",
+    "seed",
+    "epochs",
+    "steps",
+    "warmup_steps",
+    "save_every",
+    "dtype_policy",
     "fast",
 )
 
@@ -122,43 +169,31 @@ def build_parser():
         default=1200,
         help="WordPiece vocabulary size to train (a small corpus may give fewer)",
     )
+    parser.add_argument(
+        "--recipe",
+        choices=("default", "paper"),
+        default="default",
+        help="paper: the paper's pretraining recipe for the paper's "
+        "configurations (flags given still win)",
+    )
     add_optimizer_flags(parser)
-    add_corpus_flags(parser)
+    add_corpus_flags(parser, "the Python reference")
+    add_step_flags(parser)
     return parser
-
-
-def add_corpus_flags(parser):
-    """The flags that choose the corpus and its held-out split."""
-    parser.add_argument(
-        "--heldout-fraction",
-        type=fraction,
-        default=0.1,
-        help="share of documents held out for validation and again for test "
-        "(where the corpus has no such split)",
-    )
-    parser.add_argument(
-        "--dataset",
-        help="a tensorflow-datasets text corpus instead of the Python reference",
-    )
-    parser.add_argument(
-        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
-    )
-    parser.add_argument(
-        "--text-feature",
-        help="the --dataset feature holding the text (default: 'text', "
-        "or its only text feature)",
-    )
-    parser.add_argument(
-        "--max-documents",
-        type=positive_int,
-        default=50000,
-        help="most --dataset documents read per split",
-    )
 
 
 def parse_args(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.recipe == "paper":
+        if args.model not in PAPER_MODELS:
+            parser.error(
+                f"--recipe paper is the recipe of the paper's configurations "
+                f"({', '.join(PAPER_MODELS)}); received --model {args.model}"
+            )
+        # Parse again with the recipe as defaults, so explicit flags win.
+        parser.set_defaults(**PAPER_RECIPE)
+        args = parser.parse_args(argv)
     paper = args.model in PAPER_MODELS
     for name in SMALL_DEFAULTS:
         value = getattr(args, name)
@@ -177,71 +212,10 @@ def parse_args(argv=None):
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
     check_language_model_flags(parser, args)
-    if (args.data_dir or args.text_feature) and not args.dataset:
-        parser.error("--data-dir and --text-feature need --dataset")
+    check_corpus_flags(parser, args)
+    check_step_flags(parser, args, argv)
     args.output_dir = prepare_output_dir(parser, args.output_dir)
-    quiet_tensorflow_logs()
     return parser, args
-
-
-def load_documents(parser, args):
-    """{"train", "validation", "test"} -> {name: text}."""
-    from _shared.text_training import carve_validation
-    from _shared.text_training import split_documents
-
-    from keras_gmlp.utils.text_corpus import reference_documents
-
-    if args.dataset is None:
-        limit = FAST["documents"] if args.fast else None
-        return split_documents(reference_documents(), args.heldout_fraction, limit)
-    texts = load_tfds_documents(parser, args)
-    if "test" not in texts:
-        return split_documents(texts["train"], args.heldout_fraction)
-    if "validation" not in texts:
-        texts.update(carve_validation(texts["train"], args.heldout_fraction))
-    return texts
-
-
-def load_tfds_documents(parser, args):
-    """{split: {name: text}} of --dataset's train split, and of its
-    validation and test splits: the one it has is the test split."""
-    import _shared.text_data as text_data
-
-    try:
-        builder = text_data.tfds_builder(args.dataset, args.data_dir)
-    except ValueError as error:
-        parser.error(f"--dataset: {error}")
-    features = text_data.text_features(builder)
-    feature = args.text_feature or ("text" if "text" in features else None)
-    if feature is None and len(features) == 1:
-        feature = features[0]
-    if feature not in features:
-        parser.error(
-            f"--dataset {args.dataset} has the text features {features}; "
-            f"pick one with --text-feature (received {feature!r})"
-        )
-    splits = set(builder.info.splits)
-    limit = FAST["documents"] if args.fast else args.max_documents
-    parts = {"train": "train"}
-    if "test" in splits:
-        parts["test"] = "test"
-        if "validation" in splits:
-            parts["validation"] = "validation"
-    elif "validation" in splits:
-        parts["test"] = "validation"
-    texts = {}
-    try:
-        for part, split in parts.items():
-            columns = text_data.load_tfds_columns(builder, split, [feature], limit)
-            texts[part] = {
-                f"{split}:{i}": text for i, text in enumerate(columns[feature])
-            }
-    except Exception as error:  # tfds' errors for unprepared data vary
-        parser.error(
-            f"--dataset {args.dataset} could not be read from --data-dir "
-            f"{args.data_dir}: {error}"
-        )
-    return texts
 
 
 def build_masked_lm(args, vocabulary_size):
@@ -324,25 +298,29 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     save_figure(figure, path)
 
 
-def masked_corpus(parser, args):
-    """The tokenizer, the train windows, and the validation and test
-    windows each masked once (HELDOUT_MASK_SEEDS) as (inputs, labels), with
-    the facts the summary reports."""
+def masked_corpus(parser, args, run):
+    """The tokenizer, the train documents' source, the validation and test
+    windows each masked once (HELDOUT_MASK_SEEDS) as (inputs, labels), the
+    train token counts, and the facts the summary reports. Fills in the
+    step flags."""
     import numpy as np
-    from _shared.text_training import corpus_facts
-    from _shared.text_training import print_corpus
-    from _shared.text_training import windowed_corpus
+    from _shared.language_corpus import corpus_facts
+    from _shared.language_corpus import language_model_corpus
+    from _shared.language_corpus import language_model_sources
+    from _shared.language_corpus import print_corpus
+    from _shared.text_training import resolve_steps
 
     from keras_gmlp.utils import text_corpus
 
-    documents = load_documents(parser, args)
-    tokenizer, windows = windowed_corpus(
-        documents, args.vocabulary_size, args.sequence_length
+    sources = language_model_sources(parser, args, text_corpus.reference_documents)
+    tokenizer, heldout, counts, per_epoch = language_model_corpus(
+        args, run, sources, args.sequence_length
     )
+    resolve_steps(parser, args, per_epoch)
     num_slots = text_corpus.mask_slots(args.sequence_length)
     masked = {
         part: text_corpus.mask_tokens(
-            windows[part],
+            heldout[part],
             np.random.default_rng(seed),
             num_slots,
             tokenizer.token_to_id("[MASK]"),
@@ -350,21 +328,40 @@ def masked_corpus(parser, args):
         )
         for part, seed in HELDOUT_MASK_SEEDS.items()
     }
-    corpus = corpus_facts(
-        args.dataset or "pydoc_data.topics (Python Language Reference)",
-        documents,
-        windows,
+    name = (
+        args.dataset
+        or args.train_files
+        or "pydoc_data.topics (Python Language Reference)"
     )
+    corpus = corpus_facts(name, sources, heldout, per_epoch, args.batch_size)
     print_corpus("Corpus", corpus, args.sequence_length, tokenizer.vocabulary_size())
-    return tokenizer, windows["train"], masked, corpus
+    return tokenizer, sources["train"], masked, counts, corpus
 
 
-def train(args, run, tokenizer, train_ids, validation):
-    """Builds and trains the masked LM, choosing the epoch on `validation`;
-    returns (model, trainer, history, initial Toeplitz scores)."""
+def masking(args, tokenizer, num_slots):
+    """`finish(step, rows)` of the train stream: BERT's masking of a batch,
+    drawn from (--seed, step), as (inputs, labels)."""
+    import numpy as np
+
+    from keras_gmlp.utils.text_corpus import mask_tokens
+
+    mask_id, size = tokenizer.token_to_id("[MASK]"), tokenizer.vocabulary_size()
+
+    def finish(step, rows):
+        rng = np.random.default_rng([args.seed, step, 1])
+        return mask_tokens(rows, rng, num_slots, mask_id, size)
+
+    return finish
+
+
+def train(args, run, tokenizer, train_source, validation):
+    """Builds and trains the masked LM, choosing the checkpoint on
+    `validation`; returns (model, trainer, history, initial Toeplitz
+    scores)."""
     import keras
-    from _shared.batches import masked_batches
+    from _shared.text_stream import token_windows
     from _shared.text_training import fit_language_model
+    from _shared.text_training import training_stream
 
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
@@ -379,17 +376,15 @@ def train(args, run, tokenizer, train_ids, validation):
     model.preprocessor = gMLPMaskedLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length, mask_selection_length=num_slots
     )
-    batches = masked_batches(
-        train_ids,
-        args.batch_size,
-        args.seed,
-        num_slots,
-        tokenizer.token_to_id("[MASK]"),
-        vocabulary_size,
+    stream = training_stream(
+        args,
+        train_source.dataset(),
+        lambda documents: token_windows(documents, tokenizer, args.sequence_length),
+        masking(args, tokenizer, num_slots),
     )
     trainer, history, initial_scores = fit_language_model(
         model,
-        batches,
+        stream,
         validation,
         args,
         run,
@@ -426,22 +421,26 @@ def test_and_plot(args, trainer, history, test, counts):
 
 def main(argv=None):
     parser, args = parse_args(argv)
+    # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, MODEL_FLAGS)
+    quiet_tensorflow_logs()
     started = time.time()
+    import keras
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
 
     from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
-    from keras_gmlp.utils.text_corpus import unigram_perplexity
+    from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts
 
+    keras.config.set_dtype_policy(args.dtype_policy)
     output_dir = args.output_dir
-    tokenizer, train_ids, masked, corpus = masked_corpus(parser, args)
-    test_y = masked["test"][1]
-    unigram, counts = unigram_perplexity(
-        train_ids, test_y, tokenizer.vocabulary_size(), FIRST_WORD_ID
+    tokenizer, train_source, masked, counts, corpus = masked_corpus(
+        parser, args, run_state
     )
+    test_y = masked["test"][1]
+    unigram = unigram_perplexity_of_counts(counts, test_y, FIRST_WORD_ID)
     model, trainer, history, initial_scores = train(
-        args, run_state, tokenizer, train_ids, masked["validation"]
+        args, run_state, tokenizer, train_source, masked["validation"]
     )
     accuracy, perplexity = test_and_plot(args, trainer, history, masked["test"], counts)
     summary = write_language_model_summary(

@@ -2,10 +2,15 @@
 
 The default corpus is the Python Language Reference that ships with every
 CPython (`pydoc_data.topics`); --corpus docstrings uses the docstrings of
-the standard library's modules instead (read from its .py files). The
-documents are split into train, validation and test sets, a WordPiece
-vocabulary is trained on the train documents, and the text is cut into
-windows of --sequence-length tokens. The model (gMLPBackbone(causal=True):
+the standard library's modules instead (read from its .py files);
+--train-files reads local text files and --dataset a tensorflow-datasets
+corpus, both as a stream. The documents are split into train, validation
+and test sets, a WordPiece vocabulary is trained on the first
+--vocabulary-sample train documents (or read from --vocabulary), and the
+text is tokenized in tf.data, joined with [SEP] and cut into windows of
+--sequence-length tokens across document boundaries. Training counts
+steps (--steps, or --epochs), with a checkpoint every --save-every steps
+that a rerun resumes from, input position included. The model (gMLPBackbone(causal=True):
 every spatial projection is lower-triangular) learns to predict each next
 token. The validation perplexity chooses the best epoch (and, with
 --patience, stops training); the test perplexity ("heldout_*" in
@@ -33,10 +38,13 @@ import time
 
 from _shared.files import write_text
 from _shared.flags import LANGUAGE_MODEL_FAST
+from _shared.flags import add_corpus_flags
 from _shared.flags import add_optimizer_flags
+from _shared.flags import add_step_flags
+from _shared.flags import check_corpus_flags
 from _shared.flags import check_language_model_flags
+from _shared.flags import check_step_flags
 from _shared.flags import flag_given
-from _shared.flags import fraction
 from _shared.flags import make_parser
 from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
@@ -61,7 +69,22 @@ MODEL_FLAGS = (
     "vocabulary_size",
     "dropout",
     "corpus",
+    "dataset",
+    "text_feature",
+    "train_files",
+    "validation_files",
+    "test_files",
+    "vocabulary",
+    "vocabulary_sample",
+    "shuffle_buffer",
     "heldout_fraction",
+    "batch_size",
+    "seed",
+    "epochs",
+    "steps",
+    "warmup_steps",
+    "save_every",
+    "dtype_policy",
     "fast",
 )
 
@@ -105,12 +128,8 @@ def build_parser():
         help="the Python reference, or the standard library's docstrings",
     )
     add_optimizer_flags(parser)
-    parser.add_argument(
-        "--heldout-fraction",
-        type=fraction,
-        default=0.1,
-        help="share of documents held out for validation, and again for test",
-    )
+    add_corpus_flags(parser, "--corpus")
+    add_step_flags(parser)
     add_generation_flags(parser)
     return parser
 
@@ -160,6 +179,8 @@ def parse_args(argv=None):
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
     check_language_model_flags(parser, args)
+    check_corpus_flags(parser, args)
+    check_step_flags(parser, args, argv)
     if args.preset is not None:
         check_preset(parser, args, argv)
     elif args.max_length > args.sequence_length:
@@ -171,7 +192,6 @@ def parse_args(argv=None):
     if args.model != "amlp":
         args.attention_dim = None
     args.output_dir = prepare_output_dir(parser, args.output_dir)
-    quiet_tensorflow_logs()
     return parser, args
 
 
@@ -207,21 +227,18 @@ def check_preset(parser, args, argv):
         args.max_length = limit
 
 
-def load_documents(args):
-    from _shared.text_training import split_documents
-
+def bundled_documents(args):
+    """{name: text} of --corpus."""
     from keras_gmlp.utils import text_corpus
 
     if args.corpus == "reference":
-        documents = text_corpus.reference_documents()
-    else:
-        documents = {}
-        for name in text_corpus.stdlib_module_files():
-            text = "\n\n".join(text_corpus.module_docstrings(name))
-            if len(text) > 200:
-                documents[name] = text
-    limit = FAST["documents"] if args.fast else None
-    return split_documents(documents, args.heldout_fraction, limit)
+        return text_corpus.reference_documents()
+    documents = {}
+    for name in text_corpus.stdlib_module_files():
+        text = "\n\n".join(text_corpus.module_docstrings(name))
+        if len(text) > 200:
+            documents[name] = text
+    return documents
 
 
 def make_sampler(name, seed):
@@ -322,45 +339,49 @@ def plot_perplexity_by_position(trainer, x, y, path):
     save_figure(figure, path)
 
 
-def next_token_corpus(args):
-    """The tokenizer, and the train, validation and test windows as
-    {part: (inputs, next-token labels)}, with the facts the summary
-    reports."""
-    from _shared.text_training import corpus_facts
-    from _shared.text_training import print_corpus
-    from _shared.text_training import windowed_corpus
+def inputs_and_labels(rows):
+    """A causal LM's inputs and next-token labels of windows one token
+    longer than the model sees."""
+    x = {
+        "token_ids": rows[:, :-1],
+        "padding_mask": (rows[:, :-1] != 0).astype("int32"),
+    }
+    return x, rows[:, 1:]
 
-    documents = load_documents(args)
+
+def next_token_corpus(parser, args, run):
+    """The tokenizer, the train documents' source, the validation and
+    test windows as (inputs, next-token labels), the train token counts,
+    and the facts the summary reports. Fills in the step flags."""
+    from _shared.language_corpus import corpus_facts
+    from _shared.language_corpus import language_model_corpus
+    from _shared.language_corpus import language_model_sources
+    from _shared.language_corpus import print_corpus
+    from _shared.text_training import resolve_steps
+
+    sources = language_model_sources(parser, args, lambda: bundled_documents(args))
     # One more token than the model sees: inputs and next-token labels.
-    tokenizer, rows = windowed_corpus(
-        documents, args.vocabulary_size, args.sequence_length + 1
+    tokenizer, heldout, counts, per_epoch = language_model_corpus(
+        args, run, sources, args.sequence_length + 1
     )
-
-    def inputs_and_labels(part_rows):
-        x = {
-            "token_ids": part_rows[:, :-1],
-            "padding_mask": (part_rows[:, :-1] != 0).astype("int32"),
-        }
-        return x, part_rows[:, 1:]
-
-    corpus = corpus_facts(args.corpus, documents, rows)
+    resolve_steps(parser, args, per_epoch)
+    name = args.dataset or args.train_files or args.corpus
+    corpus = corpus_facts(name, sources, heldout, per_epoch, args.batch_size)
     print_corpus(
-        f"Corpus ({args.corpus})",
-        corpus,
-        args.sequence_length,
-        tokenizer.vocabulary_size(),
+        f"Corpus ({name})", corpus, args.sequence_length, tokenizer.vocabulary_size()
     )
-    data = {part: inputs_and_labels(part_rows) for part, part_rows in rows.items()}
-    return tokenizer, data, corpus
+    data = {part: inputs_and_labels(rows) for part, rows in heldout.items()}
+    return tokenizer, sources["train"], data, counts, corpus
 
 
-def train(args, run, tokenizer, data):
-    """Builds and trains the causal LM, choosing the epoch on the
+def train(args, run, tokenizer, train_source, validation):
+    """Builds and trains the causal LM, choosing the checkpoint on the
     validation windows; returns (causal_lm, trainer, history, initial
     Toeplitz scores)."""
     import keras
-    from _shared.batches import EpochSeededBatches
+    from _shared.text_stream import token_windows
     from _shared.text_training import fit_language_model
+    from _shared.text_training import training_stream
 
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
@@ -382,11 +403,16 @@ def train(args, run, tokenizer, data):
         backbone,
         gMLPCausalLMPreprocessor(tokenizer, sequence_length=args.sequence_length),
     )
-    batches = EpochSeededBatches(*data["train"], args.batch_size, args.seed)
+    stream = training_stream(
+        args,
+        train_source.dataset(),
+        lambda documents: token_windows(documents, tokenizer, args.sequence_length + 1),
+        lambda step, rows: inputs_and_labels(rows),
+    )
     trainer, history, initial_scores = fit_language_model(
         causal_lm,
-        batches,
-        data["validation"],
+        stream,
+        validation,
         args,
         run,
         [CausalLMPerplexity()],
@@ -419,20 +445,26 @@ def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
     if args.preset is not None:
+        quiet_tensorflow_logs()
         return generate_only(parser, args, started)
+    # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, MODEL_FLAGS)
+    quiet_tensorflow_logs()
     import keras
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
 
-    from keras_gmlp.utils.text_corpus import unigram_perplexity
+    from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts
 
+    keras.config.set_dtype_policy(args.dtype_policy)
     output_dir = args.output_dir
-    tokenizer, data, corpus = next_token_corpus(args)
-    heldout_y, train_y = data["test"][1], data["train"][1]
-    unigram, _ = unigram_perplexity(train_y, heldout_y, tokenizer.vocabulary_size(), 1)
+    tokenizer, train_source, data, counts, corpus = next_token_corpus(
+        parser, args, run_state
+    )
+    heldout_y = data["test"][1]
+    unigram = unigram_perplexity_of_counts(counts, heldout_y, 1)
     causal_lm, trainer, history, initial_scores = train(
-        args, run_state, tokenizer, data
+        args, run_state, tokenizer, train_source, data["validation"]
     )
     perplexity = evaluate_and_plot(args, trainer, history, data["test"])
     heldout_tokens = int((heldout_y > 0).sum())

@@ -37,6 +37,7 @@ import time
 
 from _image_classifier import recipe
 from _shared.interrupt import run
+from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
 
 
@@ -48,12 +49,14 @@ def parse_args(argv=None):
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
+    # Before TensorFlow loads: a finished run says so at once.
+    run_state = open_run(args, recipe.MODEL_FLAGS)
+    quiet_tensorflow_logs()
     from _image_classifier import data as image_data
 
     builder = None
     if args.dataset != "digits":
         builder = image_data.tfds_builder(parser, args)
-    run_state = open_run(args, recipe.MODEL_FLAGS)
 
     import keras
     from _image_classifier import model as image_model

@@ -12,7 +12,6 @@ from _shared.flags import positive_float
 from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.flags import unit_float
-from _shared.logs import quiet_tensorflow_logs
 from _shared.variants import variant_tables
 
 DEFAULT_OUTPUT_DIR = "outputs/train_image_classifier"
@@ -296,7 +295,6 @@ def parse_args(doc, argv=None):
     if args.data_dir is not None:
         args.data_dir = os.path.expanduser(args.data_dir)
     args.output_dir = str(prepare_output_dir(parser, args.output_dir))
-    quiet_tensorflow_logs()
     return parser, args
 
 

@@ -66,7 +66,10 @@ class EpochHistory(keras.callbacks.Callback):
         writer.writerow(["epoch"] + names)
         for epoch in sorted(self.rows):
             row = self.rows[epoch]
-            writer.writerow([epoch] + [repr(row[n]) if n in row else "" for n in names])
+            # Counted from 1, as the console, the plots and summary.json count.
+            writer.writerow(
+                [epoch + 1] + [repr(row[n]) if n in row else "" for n in names]
+            )
         write_text(self.path, buffer.getvalue())
 
     def metric(self, name):
@@ -211,11 +214,16 @@ class TrainingBackup(keras.callbacks.Callback):
     Fit with `initial_epoch=completed_epochs()`; the state is restored when
     training begins. It goes last among the callbacks: an epoch counts as
     done only once its history row and best model are on disk.
+
+    With a `text_stream.BatchStream`, the stream's state at the epoch's
+    end is kept too (`epoch-k.stream/`), and `restore_stream()` puts it
+    back before `fit` takes its first batch.
     """
 
-    def __init__(self, backup_dir):
+    def __init__(self, backup_dir, stream=None):
         super().__init__()
         self.backup_dir = pathlib.Path(backup_dir)
+        self.stream = stream
         self.latest_path = self.backup_dir / "latest.json"
         # BestModelSaver's copy of the best weights, restored after training.
         self.best_weights_path = self.backup_dir / "best.weights.h5"
@@ -240,7 +248,30 @@ class TrainingBackup(keras.callbacks.Callback):
         return (
             self.backup_dir / f"epoch-{epoch}.weights.h5",
             self.backup_dir / f"epoch-{epoch}.seeds.npz",
+            self.backup_dir / f"epoch-{epoch}.stream",
         )
+
+    def restore_stream(self):
+        """Puts the stream where the backed-up epoch left it, if any."""
+        epoch = self.completed_epochs()
+        if not epoch or self.stream is None:
+            return
+        folder = self.epoch_files(epoch)[2]
+        try:
+            self.stream.restore(folder)
+        except Exception as error:  # TensorFlow's and json's errors vary
+            raise damaged(folder, str(error).splitlines()[0] or "unreadable") from None
+
+    def keep_stream_state(self, epoch):
+        """Moves the stream's state at the end of `epoch` (1-based) into
+        the backup, and drops the states of earlier steps."""
+        step = epoch * self.stream.period
+        folder = self.epoch_files(epoch)[2]
+        shutil.rmtree(folder, ignore_errors=True)
+        self.stream.snapshot(step).rename(folder)
+        for path in self.stream.snapshots.glob("step-*"):
+            if int(path.name.split("-")[1]) <= step:
+                shutil.rmtree(path, ignore_errors=True)
 
     def seed_states(self):
         return [
@@ -252,7 +283,7 @@ class TrainingBackup(keras.callbacks.Callback):
         epoch = self.completed_epochs()
         if not epoch:
             return
-        weights_path, seeds_path = self.epoch_files(epoch)
+        weights_path, seeds_path, _ = self.epoch_files(epoch)
         load_weights(self.model, weights_path)
         states = self.seed_states()
         try:
@@ -272,7 +303,7 @@ class TrainingBackup(keras.callbacks.Callback):
         self.restore()
 
     def on_epoch_end(self, epoch, logs=None):
-        weights_path, seeds_path = self.epoch_files(epoch + 1)
+        weights_path, seeds_path, stream_path = self.epoch_files(epoch + 1)
         save_weights(self.model, weights_path)
         arrays = {
             f"state_{index}": keras.ops.convert_to_numpy(variable)
@@ -284,9 +315,15 @@ class TrainingBackup(keras.callbacks.Callback):
             arrays["torch_rng_state"] = torch.get_rng_state().numpy()
         with atomic_path(seeds_path) as temporary:
             np.savez(temporary, **arrays)
+        if self.stream is not None:
+            self.keep_stream_state(epoch + 1)
         write_text(self.latest_path, json.dumps({"epoch": epoch + 1}) + "\n")
         for path in self.backup_dir.glob("epoch-*"):
-            if path not in (weights_path, seeds_path):
+            if path in (weights_path, seeds_path, stream_path):
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
                 path.unlink(missing_ok=True)
 
 
@@ -305,10 +342,14 @@ def best_epoch(rows, monitor, mode):
 
 
 def patience_ran_out(rows, monitor, mode, patience):
-    """Whether `monitor` has not improved in the last `patience` epochs
-    of `rows`; never when `patience` is None."""
+    """Whether `monitor` has not improved in the last `patience` scores of
+    `rows` (epochs without a score, between evaluations, do not count);
+    never when `patience` is None."""
     best = best_epoch(rows, monitor, mode)
-    return bool(patience) and best is not None and max(rows) - best >= patience
+    if not patience or best is None:
+        return False
+    later = [epoch for epoch, row in rows.items() if epoch > best and monitor in row]
+    return len(later) >= patience
 
 
 class EarlyStoppingOnHistory(keras.callbacks.Callback):
@@ -339,6 +380,7 @@ def fit_resumably(
     save=None,
     names=("best.keras", "final.keras"),
     patience=None,
+    stream=None,
     **fit_args,
 ):
     """`model.fit(**fit_args)`, resumed from the run's backup, keeping the
@@ -346,17 +388,21 @@ def fit_resumably(
     final one (`names`, written with `save` as in `save_model`) in the run's
     folder. Returns the history, with the best weights in `model`.
 
+    With a `text_stream.BatchStream` (fit on its `batches()`), its state is
+    kept with each epoch's backup and restored before a resumed fit.
+
     Once trained, the best weights are kept as the run's trained weights
     and the run's stage becomes "trained": a run interrupted after that
     loads them instead of training again."""
     output_dir = run.output_dir
+    run.begin()
     history = EpochHistory(output_dir / HISTORY_FILE)
     trained_path = output_dir / TRAINED_WEIGHTS
     if run.stage == "trained":
         history.read()
         load_weights(model, trained_path)
         return history
-    backup = TrainingBackup(output_dir / BACKUP_DIR)
+    backup = TrainingBackup(output_dir / BACKUP_DIR, stream)
     callbacks = [StopOnInterrupt(), *fit_args.pop("callbacks", ()), history]
     callbacks.append(
         BestModelSaver(
@@ -376,6 +422,7 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
+        backup.restore_stream()
         model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
     else:
         # Trained, but interrupted before its weights were kept.

@@ -35,11 +35,22 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Flag errors in two lines: a short usage and the reason. argparse's
+    own usage lists every flag (some 28 lines), which buries the reason."""
+
+    def error(self, message):
+        self.exit(
+            2,
+            f"usage: {self.prog} [flags] (--help lists them)\n{self.prog}: error: {message}\n",
+        )
+
+
 def make_parser(doc, default_output_dir):
     """An ArgumentParser whose description is the program's docstring, with
     the flags every program takes."""
     summary, _, details = doc.strip().partition("\n")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         description=summary,
         epilog=details.strip(),
         formatter_class=_HelpFormatter,
@@ -206,3 +217,148 @@ def add_optimizer_flags(parser):
         default=0.01,
         help="AdamW weight decay",
     )
+
+
+DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def add_step_flags(parser):
+    """The flags that count training in steps, and its precision: the text
+    programs' checkpoint periods, evaluations and schedule."""
+    group = parser.add_argument_group("steps and precision")
+    group.add_argument(
+        "--steps",
+        type=positive_int,
+        help="train for this many steps (batches) instead of --epochs",
+    )
+    group.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        help="steps of linear learning-rate warm-up before the cosine decay "
+        "(default: a tenth of the steps)",
+    )
+    group.add_argument(
+        "--eval-every",
+        type=positive_int,
+        help="steps between validation scores, which choose the best "
+        "checkpoint (default: one epoch with --epochs, else about a tenth "
+        "of the steps)",
+    )
+    group.add_argument(
+        "--save-every",
+        type=positive_int,
+        help="steps between checkpoints a rerun resumes from; divides "
+        "--eval-every (default: --eval-every)",
+    )
+    group.add_argument(
+        "--eval-batches",
+        type=positive_int,
+        default=100,
+        help="most batches of the validation and of the test split scored",
+    )
+    group.add_argument(
+        "--dtype-policy",
+        choices=DTYPE_POLICIES,
+        default="float32",
+        help="Keras dtype policy: mixed precision computes in bfloat16 or "
+        "float16 with float32 weights",
+    )
+
+
+def check_step_flags(parser, args, argv):
+    """The step flags' checks that need no data, as flag errors."""
+    if args.steps is not None and flag_given(argv, "--epochs"):
+        parser.error("--steps and --epochs both set the length of training: give one")
+    if args.eval_every and args.save_every and args.eval_every % args.save_every:
+        parser.error(
+            f"--save-every {args.save_every} must divide --eval-every "
+            f"{args.eval_every}, so that every evaluation has a checkpoint"
+        )
+
+
+def add_text_file_flags(parser, with_vocabulary=True):
+    """--train-files, --validation-files, --test-files and, with
+    `with_vocabulary`, the vocabulary flags; --shuffle-buffer."""
+    group = parser.add_argument_group("local text files")
+    for part, note in (
+        ("train", "the documents to train on"),
+        (
+            "validation",
+            "held-out documents that choose the checkpoint "
+            "(default: carved from the train files)",
+        ),
+        (
+            "test",
+            "held-out documents scored once (default: carved from the train files)",
+        ),
+    ):
+        group.add_argument(
+            f"--{part}-files",
+            metavar="GLOB",
+            help=f"{note}: UTF-8 text files (.txt, or .gz), a blank line "
+            "between documents; quote the glob",
+        )
+    group.add_argument(
+        "--shuffle-buffer",
+        type=positive_int,
+        default=10000,
+        help="documents (and windows) shuffled together: the memory that "
+        "shuffling takes",
+    )
+    if with_vocabulary:
+        group.add_argument(
+            "--vocabulary",
+            metavar="FILE",
+            help="a WordPiece vocabulary, one word piece a line with BERT's "
+            "special tokens (vocab.txt), instead of training one",
+        )
+        group.add_argument(
+            "--vocabulary-sample",
+            type=positive_int,
+            default=100000,
+            help="most train documents the vocabulary is trained on",
+        )
+
+
+def check_text_file_flags(parser, args):
+    """--validation-files and --test-files need --train-files, and the
+    files exclude --dataset."""
+    if getattr(args, "dataset", None) and args.train_files:
+        parser.error("--train-files and --dataset both choose the corpus: give one")
+    for part in ("validation", "test"):
+        if getattr(args, f"{part}_files") and not args.train_files:
+            parser.error(f"--{part}-files needs --train-files")
+
+
+def add_corpus_flags(parser, default_corpus):
+    """--dataset (a tensorflow-datasets text corpus, streamed), its
+    --data-dir and --text-feature, the local text files, and the share of
+    documents held out where a corpus has no such split."""
+    parser.add_argument(
+        "--heldout-fraction",
+        type=fraction,
+        default=0.1,
+        help="share of documents held out for validation and again for test "
+        "(where the corpus has no such split)",
+    )
+    parser.add_argument(
+        "--dataset",
+        help=f"a tensorflow-datasets text corpus (e.g. wikipedia/20230601.en, "
+        f"c4) instead of {default_corpus}, read as a stream",
+    )
+    parser.add_argument(
+        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
+    )
+    parser.add_argument(
+        "--text-feature",
+        help="the --dataset feature holding the text (default: 'text', "
+        "or its only text feature)",
+    )
+    add_text_file_flags(parser)
+
+
+def check_corpus_flags(parser, args):
+    """The corpus flags' checks, as flag errors."""
+    if (args.data_dir or args.text_feature) and not args.dataset:
+        parser.error("--data-dir and --text-feature need --dataset")
+    check_text_file_flags(parser, args)

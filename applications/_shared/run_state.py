@@ -41,7 +41,7 @@ def read_history_rows(path):
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             for row in csv.DictReader(handle):
-                epoch = int(row.pop("epoch"))
+                epoch = int(row.pop("epoch")) - 1  # the file counts from 1
                 if None in row or None in row.values():
                     raise ValueError("a row has another number of columns")
                 rows[epoch] = {k: float(v) for k, v in row.items() if v}
@@ -55,12 +55,25 @@ def read_history_rows(path):
 
 
 class RunState:
-    """The run in `output_dir`: its stage and model flags on disk."""
+    """The run in `output_dir`: its stage and model flags on disk.
 
-    def __init__(self, output_dir, model_flags, stage="training"):
+    Nothing is written until `begin()`, when training starts: a start that
+    is refused before then (bad data, a damaged preset) leaves the folder
+    as it was. `resuming` says whether a run of the same flags was found."""
+
+    def __init__(self, output_dir, model_flags, stage="training", restart=False):
         self.output_dir = pathlib.Path(output_dir)
         self.model_flags = model_flags
         self.stage = stage
+        self.restart = restart
+        self.resuming = False
+
+    def begin(self):
+        """Discards the earlier run with --restart, and writes the state."""
+        if self.restart:
+            discard_run(self.output_dir)
+            self.restart = False
+        self.set_stage(self.stage)
 
     @property
     def path(self):
@@ -111,14 +124,15 @@ def discard_run(output_dir):
 def open_run(args, model_flag_names):
     """Checks --output-dir against the flags before any work, and returns
     its RunState. Exits with one line if the stored model flags differ or a
-    file is damaged, and with status 0 if the run is finished."""
+    file is damaged, and with status 0 if the run is finished. Writes
+    nothing (see `RunState.begin`)."""
     output_dir = pathlib.Path(args.output_dir)
     model_flags = {
         name: str(value) if isinstance(value, pathlib.PurePath) else value
         for name, value in ((n, getattr(args, n)) for n in model_flag_names)
     }
     if args.restart:
-        discard_run(output_dir)
+        return RunState(output_dir, model_flags, restart=True)
     stored = read_state(output_dir / STATE_FILE)
     if stored is not None:
         differences = [
@@ -142,5 +156,5 @@ def open_run(args, model_flag_names):
     if (output_dir / HISTORY_FILE).exists():
         read_history_rows(output_dir / HISTORY_FILE)
     run = RunState(output_dir, model_flags, stored["stage"] if stored else "training")
-    run.set_stage(run.stage)
+    run.resuming = stored is not None
     return run

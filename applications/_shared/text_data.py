@@ -11,7 +11,8 @@ import tempfile
 
 
 def train_tokenizer(texts, vocabulary_size, lowercase=True):
-    """A gMLPTokenizer whose WordPiece vocabulary is trained on `texts`."""
+    """A gMLPTokenizer whose WordPiece vocabulary is trained on `texts` (an
+    iterable of strings, written to a file as it is read)."""
     import warnings
 
     from keras_gmlp.models import gMLPTokenizer
@@ -21,7 +22,8 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True):
         # dataset of whole documents.
         path = os.path.join(folder, "corpus.txt")
         with open(path, "w", encoding="utf-8") as file:
-            file.write("\n".join(texts))
+            for text in texts:
+                file.write(text + "\n")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tokenizer = gMLPTokenizer.from_corpus(
@@ -31,6 +33,42 @@ def train_tokenizer(texts, vocabulary_size, lowercase=True):
         # A small corpus gives fewer word pieces than asked: say it once.
         print(f"Note: {warning.message}")
     return tokenizer
+
+
+def read_vocabulary(path):
+    """The word pieces of a vocabulary file (UTF-8, one a line, BERT's
+    vocab.txt), or a ValueError naming the file and what is wrong."""
+    from keras_gmlp.models.gmlp.gmlp_tokenizer import SPECIAL_TOKENS
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            tokens = file.read().splitlines()
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path} is not UTF-8 text: invalid byte at offset {error.start}"
+        ) from None
+    except OSError as error:
+        raise ValueError(f"{path} cannot be read: {error.strerror}") from None
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    for line, token in enumerate(tokens, start=1):
+        if not token.strip() or token != token.strip() or " " in token:
+            raise ValueError(
+                f"{path} line {line}: expected one word piece a line, "
+                f"received {token!r}"
+            )
+    seen = set()
+    for line, token in enumerate(tokens, start=1):
+        if token in seen:
+            raise ValueError(f"{path} line {line}: {token!r} comes twice")
+        seen.add(token)
+    missing = [token for token in SPECIAL_TOKENS if token not in seen]
+    if missing:
+        raise ValueError(
+            f"{path} lacks the special tokens {missing} (a BERT vocab.txt has "
+            f"{list(SPECIAL_TOKENS)})"
+        )
+    return tokens
 
 
 def tokenize(tokenizer, texts, chunk=2000):

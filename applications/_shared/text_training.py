@@ -1,6 +1,9 @@
-"""Training and reporting shared by the text programs: a windowed corpus,
-the warm-up-cosine AdamW fit of a keras-hub task on epoch-seeded batches,
-and the summary of a language model's run."""
+"""Training and reporting shared by the text programs: the schedule in
+steps, the warm-up-cosine AdamW fit of a keras-hub task on a streamed,
+checkpointed input, its throughput, and the summary of a language model's
+run."""
+
+import time
 
 import keras
 
@@ -9,10 +12,6 @@ from keras_gmlp.utils import text_corpus
 from .callbacks import fit_resumably
 from .report import fit_verbose
 from .report import write_summary
-from .text_data import tokenize
-from .text_data import train_tokenizer
-
-PARTS = ("train", "validation", "test")
 
 
 def split_documents(documents, heldout_fraction, limit=None):
@@ -38,52 +37,41 @@ def carve_validation(documents, fraction):
     }
 
 
-def windowed_corpus(parts, vocabulary_size, length):
-    """A WordPiece tokenizer trained on the train documents, and each
-    part's documents ({part: {name: text}}) cut into `[CLS] ... [SEP]`
-    windows of `length` ids ({part: windows}). Exits with a message when a
-    part gives no window."""
-    tokenizer = train_tokenizer(list(parts["train"].values()), vocabulary_size)
-    start_id, end_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    windows = {}
-    for part, documents in parts.items():
-        tokens = tokenize(tokenizer, list(documents.values()))
-        windows[part] = text_corpus.pack_windows(tokens, length, start_id, end_id)
-        if len(windows[part]) == 0:
-            raise SystemExit(f"The corpus gave no {part} windows: use more text.")
-    return tokenizer, windows
+def default_eval_every(steps):
+    """The largest divisor of `steps` up to a tenth of them (at least 1):
+    about ten evaluations, each at a checkpoint."""
+    limit = max(1, steps // 10)
+    return max(d for d in range(1, limit + 1) if steps % d == 0)
 
 
-def corpus_facts(name, parts, windows):
-    """The summary's description of the corpus and of which split is
-    which: the train documents fit the weights, the validation ones choose
-    the best epoch, the test ones score the chosen weights once."""
-    return {
-        "name": name,
-        "splits": {
-            part: {"documents": len(parts[part]), "windows": int(len(windows[part]))}
-            for part in PARTS
-        },
-    }
-
-
-def print_corpus(label, corpus, sequence_length, vocabulary_size):
-    splits = corpus["splits"]
-    print(
-        f"{label}: "
-        + ", ".join(
-            f"{splits[p]['documents']} {p} documents ({splits[p]['windows']} windows)"
-            for p in PARTS
+def resolve_steps(parser, args, steps_per_epoch):
+    """Fills in --steps (from --epochs and `steps_per_epoch` when not
+    given), --eval-every, --save-every and --warmup-steps, and checks that
+    the checkpoint periods divide them; a mismatch is a flag error."""
+    if args.steps is None:
+        args.steps = args.epochs * steps_per_epoch
+        args.eval_every = args.eval_every or steps_per_epoch
+    args.eval_every = args.eval_every or default_eval_every(args.steps)
+    args.save_every = args.save_every or args.eval_every
+    if args.warmup_steps is None:
+        args.warmup_steps = max(1, args.steps // 10)
+    for flag, value in (("--steps", args.steps), ("--eval-every", args.eval_every)):
+        if value % args.save_every:
+            parser.error(
+                f"--save-every {args.save_every} must divide {flag} {value}: "
+                "training stops and is evaluated at checkpoints"
+            )
+    if args.warmup_steps >= args.steps:
+        parser.error(
+            f"--warmup-steps {args.warmup_steps} must be fewer than the "
+            f"{args.steps} steps"
         )
-        + f" of {sequence_length} tokens; vocabulary {vocabulary_size} word pieces.",
-        flush=True,
-    )
 
 
-def warmup_cosine_adamw(learning_rate, weight_decay, total_steps):
-    """AdamW, clipped to norm 1, whose learning rate rises linearly over the
-    first tenth of training and then follows a cosine to 0."""
-    warmup_steps = max(1, total_steps // 10)
+def warmup_cosine_adamw(learning_rate, weight_decay, total_steps, warmup_steps):
+    """AdamW, clipped to norm 1, whose learning rate rises linearly over
+    `warmup_steps` and then follows a cosine to 0 at `total_steps`."""
+    warmup_steps = max(1, warmup_steps)
     schedule = keras.optimizers.schedules.CosineDecay(
         initial_learning_rate=0.0,
         decay_steps=max(1, total_steps - warmup_steps),
@@ -95,22 +83,77 @@ def warmup_cosine_adamw(learning_rate, weight_decay, total_steps):
     )
 
 
-def fit_task(task, batches, validation, args, run, compile_args, monitor, mode="min"):
-    """Trains the keras-hub `task` on the epoch-seeded `batches`, resumably
-    (`run` is the output directory's RunState), keeping its best preset
-    (by `monitor` on the `validation` data) and its final one in
+class StepThroughput(keras.callbacks.Callback):
+    """Adds to each checkpoint period's logs (and so to history.csv) the
+    step reached, the tokens trained on per second, and the share of the
+    time spent taking batches from the input stream; prints them."""
+
+    def __init__(self, stream, tokens_per_batch, total_steps):
+        super().__init__()
+        self.stream = stream
+        self.tokens_per_batch = tokens_per_batch
+        self.total_steps = total_steps
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.started = self.last_batch = time.perf_counter()
+        self.input_seconds = self.stream.input_seconds
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.last_batch = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = max(self.last_batch - self.started, 1e-9)
+        steps = self.stream.period
+        waited = self.stream.input_seconds - self.input_seconds
+        facts = {
+            "step": float((epoch + 1) * steps),
+            "tokens_per_second": steps * self.tokens_per_batch / seconds,
+            "input_share": min(1.0, waited / seconds),
+        }
+        if logs is not None:
+            logs.update(facts)
+        print(
+            f"Step {int(facts['step'])}/{self.total_steps}: "
+            f"{facts['tokens_per_second']:,.0f} tokens/s, "
+            f"{facts['input_share']:.1%} of the time taking input.",
+            flush=True,
+        )
+
+
+def training_stream(args, documents, prepare, finish=None):
+    """The train batches of `documents` (a tf.data dataset of texts) as a
+    BatchStream: shuffled with --shuffle-buffer from --seed, turned into
+    examples by `prepare`, batched, `finish`ed per step."""
+    import pathlib
+
+    from .run_state import BACKUP_DIR
+    from .text_stream import BatchStream
+    from .text_stream import train_batches
+
+    buffers = (args.shuffle_buffer, args.shuffle_buffer)
+    batches = train_batches(documents, prepare, args.batch_size, args.seed, buffers)
+    snapshots = pathlib.Path(args.output_dir) / BACKUP_DIR / "stream"
+    return BatchStream(batches, args.save_every, snapshots, finish)
+
+
+def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="min"):
+    """Trains the keras-hub `task` for --steps on the `stream`'s batches,
+    resumably (`run` is the output directory's RunState): a checkpoint every
+    --save-every steps, a validation score every --eval-every, keeping its
+    best preset (by `monitor` on the `validation` data) and its final one in
     --output-dir. Returns (trainer, history), the best weights loaded: the
     trainer is a functional model over the task's layers, compiled with
     `compile_args` (loss and metrics) and `warmup_cosine_adamw`."""
     # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the epoch-seeded batches as they are.
+    # model over the same layers trains on the stream's batches as they are.
     trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
     trainer.compile(
         optimizer=warmup_cosine_adamw(
-            args.learning_rate, args.weight_decay, args.epochs * len(batches)
+            args.learning_rate, args.weight_decay, args.steps, args.warmup_steps
         ),
         **compile_args,
     )
+    tokens = args.batch_size * getattr(args, "sequence_length", 0)
     history = fit_resumably(
         trainer,
         run,
@@ -119,19 +162,21 @@ def fit_task(task, batches, validation, args, run, compile_args, monitor, mode="
         save=task.save_to_preset,
         names=("best_preset", "final_preset"),
         patience=args.patience,
-        x=batches,
-        epochs=args.epochs,
+        stream=stream,
+        x=stream.batches(),
+        steps_per_epoch=args.save_every,
+        epochs=args.steps // args.save_every,
         validation_data=validation,
-        callbacks=[batches.epoch_callback()],
-        # The batches are shuffled by (seed, epoch); Keras' own shuffle of
-        # their order draws from the global random state.
+        validation_freq=args.eval_every // args.save_every,
+        callbacks=[StepThroughput(stream, tokens, args.steps)],
+        # The stream is shuffled already, from --seed.
         shuffle=False,
         verbose=fit_verbose(),
     )
     return trainer, history
 
 
-def fit_language_model(task, batches, validation, args, run, metrics, monitor):
+def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     """`fit_task` of a language model: cross-entropy on logits that skips
     label 0, `metrics`, and the best preset by `monitor` (lowest). Returns
     (trainer, history, initial_scores), the last the Toeplitz scores of the
@@ -149,15 +194,37 @@ def fit_language_model(task, batches, validation, args, run, metrics, monitor):
     # Scored before training; a resumed run rebuilds the same seeded start.
     initial_scores = toeplitz_scores(task.backbone)
     trainer, history = fit_task(
-        task, batches, validation, args, run, compile_args, monitor
+        task, stream, validation, args, run, compile_args, monitor
     )
     return trainer, history, initial_scores
 
 
+def throughput(history):
+    """The median tokens per second and input share over the checkpoint
+    periods of `history` (None where no period was timed)."""
+    import statistics
+
+    facts = {}
+    for name in ("tokens_per_second", "input_share"):
+        values = history.metric(name)
+        facts[name] = statistics.median(values) if values else None
+    return facts
+
+
+def training_facts(args, history):
+    """What summary.json says of training: periods, steps and throughput."""
+    return {
+        "epochs_completed": len(history.rows),
+        "steps_completed": len(history.rows) * args.save_every,
+        "steps": args.steps,
+        "throughput": throughput(history),
+    }
+
+
 def write_language_model_summary(args, started, task, history, scores, corpus, **extra):
     """Writes summary.json of a language model's run: `scores` first, then
-    the model's size and vocabulary, the corpus, the presets, the epochs
-    completed, and `extra`. Returns the summary."""
+    the model's size and vocabulary, the corpus, the presets, the training
+    completed and its throughput, and `extra`. Returns the summary."""
     output_dir = args.output_dir
     return write_summary(
         output_dir / "summary.json",
@@ -170,7 +237,7 @@ def write_language_model_summary(args, started, task, history, scores, corpus, *
         corpus=corpus,
         best_preset=str(output_dir / "best_preset"),
         final_preset=str(output_dir / "final_preset"),
-        epochs_completed=len(history.rows),
+        **training_facts(args, history),
         **extra,
     )
 

@@ -168,7 +168,13 @@ def unigram_perplexity(train_ids, labels, vocabulary_size, first_scored_id):
     counted): what a model scores by ignoring context. Returns
     (perplexity, counts)."""
     counts = np.bincount(train_ids.ravel(), minlength=vocabulary_size)[:vocabulary_size]
+    return unigram_perplexity_of_counts(counts, labels, first_scored_id), counts
+
+
+def unigram_perplexity_of_counts(counts, labels, first_scored_id):
+    """`unigram_perplexity` from the train ids' `counts` (per id)."""
+    counts = np.array(counts, dtype="int64")
     counts[:first_scored_id] = 0
     probabilities = (counts + 1) / (counts + 1).sum()
     real = labels[labels > 0]
-    return float(np.exp(-np.log(probabilities[real]).mean())), counts
+    return float(np.exp(-np.log(probabilities[real]).mean()))

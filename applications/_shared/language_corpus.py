@@ -1,0 +1,207 @@
+"""The language-model programs' corpus: the tokenizer, the held-out windows
+and the train stream, with bounded memory whatever the corpus' size.
+
+The vocabulary is trained on the first --vocabulary-sample train documents
+(or read from --vocabulary) and kept in --output-dir as vocabulary.txt, so
+that a resumed run tokenizes as the interrupted one did. The validation and
+test windows are capped at --eval-batches batches; the train windows
+stream (`text_stream`).
+"""
+
+import pathlib
+
+from . import text_stream
+from .files import write_text
+from .flags import LANGUAGE_MODEL_FAST
+from .text_sources import PARTS
+
+VOCABULARY_FILE = "vocabulary.txt"
+
+
+def refuse(message):
+    """Bad data: one line and exit status 2 (as a flag error), before any
+    training."""
+    import sys
+
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def decoded(values):
+    for value in values:
+        yield value.decode("utf-8", errors="replace")
+
+
+def load_tokenizer(args, run, train_source):
+    """--vocabulary, the resumed run's vocabulary.txt, or one trained on
+    the first --vocabulary-sample train documents (then kept)."""
+    from keras_gmlp.models import gMLPTokenizer
+
+    from .text_data import read_vocabulary
+    from .text_data import train_tokenizer
+
+    kept = pathlib.Path(args.output_dir) / VOCABULARY_FILE
+    if args.vocabulary or (run.resuming and kept.exists()):
+        path = args.vocabulary or kept
+        try:
+            tokens = read_vocabulary(path)
+        except ValueError as error:
+            refuse(f"--vocabulary: {error}" if args.vocabulary else str(error))
+    else:
+        if not list(train_source.dataset().take(1).as_numpy_iterator()):
+            refuse(f"the train corpus ({train_source.description}) has no documents")
+        sample = train_source.dataset().take(args.vocabulary_sample)
+        texts = decoded(sample.as_numpy_iterator())
+        tokens = train_tokenizer(texts, args.vocabulary_size).get_vocabulary()
+    return gMLPTokenizer(vocabulary=tokens, lowercase=True)
+
+
+def heldout_windows(sources, tokenizer, length, args):
+    """{"validation", "test"} -> windows of `length` ids (numpy), at most
+    --eval-batches batches each; a part without one is refused."""
+    limit = args.eval_batches * args.batch_size
+    windows = {}
+    for part in PARTS[1:]:
+        windows[part] = text_stream.take_arrays(
+            text_stream.token_windows(sources[part].dataset(), tokenizer, length), limit
+        )
+        if windows[part] is None:
+            refuse(
+                f"the {part} corpus ({sources[part].description}) gives no window "
+                f"of {length} tokens: use more text or a shorter --sequence-length"
+            )
+    return windows
+
+
+def train_token_counts(source, tokenizer, length, sample):
+    """How often each id occurs in the windows of the first `sample` train
+    documents (the unigram baseline's counts)."""
+    import numpy as np
+
+    counts = np.zeros(tokenizer.vocabulary_size(), dtype="int64")
+    windows = text_stream.token_windows(
+        source.dataset().take(sample), tokenizer, length
+    )
+    for rows in windows.batch(1024).as_numpy_iterator():
+        counts += np.bincount(rows.ravel(), minlength=len(counts))[: len(counts)]
+    return counts
+
+
+def train_steps_per_epoch(source, tokenizer, length, batch_size):
+    """Batches in one pass over the train documents (one counting pass);
+    a corpus without a whole batch is refused."""
+    windows = text_stream.count(
+        text_stream.token_windows(source.dataset(), tokenizer, length)
+    )
+    if windows < batch_size:
+        refuse(
+            f"the train corpus ({source.description}) gives {windows} windows of "
+            f"{length} tokens, fewer than a batch of {batch_size}"
+        )
+    return windows // batch_size
+
+
+def language_model_corpus(args, run, sources, length):
+    """(tokenizer, held-out windows, train token counts, train batches
+    per epoch or None with --steps) of `sources` in windows of `length`."""
+    tokenizer = load_tokenizer(args, run, sources["train"])
+    heldout = heldout_windows(sources, tokenizer, length, args)
+    counts = train_token_counts(
+        sources["train"], tokenizer, length, args.vocabulary_sample
+    )
+    if args.steps is None:
+        per_epoch = train_steps_per_epoch(
+            sources["train"], tokenizer, length, args.batch_size
+        )
+    else:
+        per_epoch = None
+        if counts.sum() == 0:
+            refuse(f"the train corpus ({sources['train'].description}) gives no window")
+    # Kept once the corpus is accepted: a refused start writes nothing.
+    vocabulary = "\n".join(tokenizer.get_vocabulary()) + "\n"
+    write_text(pathlib.Path(args.output_dir) / VOCABULARY_FILE, vocabulary)
+    return tokenizer, heldout, counts, per_epoch
+
+
+def corpus_facts(name, sources, heldout, steps_per_epoch, batch_size):
+    """The summary's description of the corpus and of which split is
+    which: the train documents fit the weights, the validation ones choose
+    the checkpoint, the test ones score the chosen weights once."""
+    splits = {
+        part: {
+            "source": sources[part].description,
+            "documents": sources[part].documents,
+        }
+        for part in PARTS
+    }
+    for part, windows in heldout.items():
+        splits[part]["windows"] = int(len(windows))
+    if steps_per_epoch is not None:
+        splits["train"]["windows"] = steps_per_epoch * batch_size
+    return {"name": name, "splits": splits}
+
+
+def print_corpus(label, corpus, sequence_length, vocabulary_size):
+    def describe(part):
+        split = corpus["splits"][part]
+        windows = split.get("windows")
+        return f"{part}: {split['source']}" + (
+            f" ({windows} windows)" if windows is not None else " (streamed)"
+        )
+
+    print(
+        f"{label}: "
+        + "; ".join(describe(p) for p in PARTS)
+        + f"; windows of {sequence_length} tokens; vocabulary {vocabulary_size} word pieces.",
+        flush=True,
+    )
+
+
+def tfds_text_sources(parser, args):
+    """The sources of --dataset's text feature (--text-feature, else
+    "text" or its only text feature); errors are flag errors."""
+    from . import text_data
+    from .text_sources import tfds_sources
+
+    try:
+        builder = text_data.tfds_builder(args.dataset, args.data_dir)
+        features = text_data.text_features(builder)
+    except ValueError as error:
+        parser.error(f"--dataset: {error}")
+    except Exception as error:  # tfds' errors for unprepared data vary
+        parser.error(f"--dataset {args.dataset} could not be read: {error}")
+    feature = args.text_feature or ("text" if "text" in features else None)
+    if feature is None and len(features) == 1:
+        feature = features[0]
+    if feature not in features:
+        parser.error(
+            f"--dataset {args.dataset} has the text features {features}; "
+            f"pick one with --text-feature (received {feature!r})"
+        )
+    try:
+        sources = tfds_sources(builder, feature, args.heldout_fraction)
+        sources["train"].dataset().take(1)
+    except Exception as error:  # tfds' errors for unprepared data vary
+        parser.error(
+            f"--dataset {args.dataset} could not be read from --data-dir "
+            f"{args.data_dir}: {str(error).splitlines()[0] if str(error) else error!r}"
+        )
+    return sources
+
+
+def language_model_sources(parser, args, bundled):
+    """{"train", "validation", "test"} sources: --train-files, --dataset,
+    or the `bundled` documents ({name: text}, split by document)."""
+    from .text_sources import file_sources
+    from .text_sources import memory_sources
+    from .text_training import split_documents
+
+    if args.train_files:
+        try:
+            return file_sources(args, args.heldout_fraction)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.dataset:
+        return tfds_text_sources(parser, args)
+    limit = LANGUAGE_MODEL_FAST["documents"] if args.fast else None
+    return memory_sources(split_documents(bundled(), args.heldout_fraction, limit))

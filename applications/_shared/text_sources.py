@@ -1,0 +1,134 @@
+"""Where the text programs' documents come from: the bundled corpus, a
+tensorflow-datasets corpus or local text files, split into train,
+validation and test, each part a stream (`text_stream`).
+
+A corpus without a validation or test split gives them from its train
+documents by position: with a held-out fraction f, every round(1/f)-th
+document is a test document and the one after it a validation document,
+so the split needs no pass over the corpus and no document is in two
+parts.
+"""
+
+from . import text_stream
+
+PARTS = ("train", "validation", "test")
+
+
+class DocumentSource:
+    """One part of a corpus: `dataset()` streams its documents (strings)
+    afresh; `documents` counts them where they are in memory, else None."""
+
+    def __init__(self, description, make, documents=None):
+        self.description = description
+        self.make = make
+        self.documents = documents
+
+    def dataset(self):
+        return self.make()
+
+
+def memory_sources(parts):
+    """Sources of in-memory documents ({part: {name: text}})."""
+    import tensorflow as tf
+
+    def source(part):
+        texts = list(parts[part].values())
+        return DocumentSource(
+            f"{len(texts)} {part} documents",
+            lambda: tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string)),
+            len(texts),
+        )
+
+    return {part: source(part) for part in PARTS}
+
+
+def carve(source, fraction):
+    """{"train", "validation", "test"} sources of one `source`, by
+    position (see the module's docstring)."""
+    import tensorflow as tf
+
+    every = max(3, round(1 / fraction))
+    kept = {"test": (0, 1), "validation": (1, 2), "train": (2, every)}
+
+    def part(name):
+        low, high = kept[name]
+
+        def make():
+            def keep(index, _):
+                position = index % every
+                return tf.logical_and(position >= low, position < high)
+
+            return source.dataset().enumerate().filter(keep).map(lambda _, text: text)
+
+        share = f"{high - low} in {every}"
+        return DocumentSource(f"{source.description}, {share} documents", make)
+
+    return {name: part(name) for name in PARTS}
+
+
+def file_source(pattern):
+    """The documents of the files matching `pattern`, checked (a ValueError
+    says why not)."""
+    paths = text_stream.resolve_files(pattern)
+    for path in paths:
+        text_stream.check_text_file(path)
+    return DocumentSource(
+        f"{len(paths)} files {pattern}", lambda: text_stream.file_documents(paths)
+    )
+
+
+def file_sources(args, fraction):
+    """--train-files, --validation-files and --test-files as sources; the
+    parts not given are carved from the train files. Raises a ValueError
+    naming the flag of a bad glob or file."""
+    given = {}
+    for part in PARTS:
+        pattern = getattr(args, f"{part}_files")
+        if pattern is not None:
+            try:
+                given[part] = file_source(pattern)
+            except ValueError as error:
+                raise ValueError(f"--{part}-files: {error}") from None
+    if "validation" in given and "test" in given:
+        return given
+    carved = carve(given["train"], fraction)
+    return {part: given.get(part, carved[part]) for part in PARTS}
+
+
+def tfds_sources(builder, feature, fraction):
+    """Sources of a tensorflow-datasets corpus' `feature`, streamed: its
+    train split, and its validation and test splits where it has them (one
+    held-out split is the test split), the rest carved from train."""
+    import tensorflow as tf
+
+    def source(split):
+        def make():
+            dataset = builder.as_dataset(split=split, shuffle_files=False)
+            return dataset.map(
+                lambda example: tf.cast(example[feature], tf.string),
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
+
+        size = builder.info.splits[split].num_examples
+        return DocumentSource(f"split {split!r}", make, size)
+
+    splits = set(builder.info.splits)
+    sources = {"train": source("train")}
+    if "test" in splits:
+        sources["test"] = source("test")
+        if "validation" in splits:
+            sources["validation"] = source("validation")
+    elif "validation" in splits:
+        sources["test"] = source("validation")
+    if len(sources) == 3:
+        return sources
+    carved = carve(sources["train"], fraction)
+    return {part: sources.get(part, carved[part]) for part in PARTS}
+
+
+def describe(sources):
+    """{part: description} for the summary."""
+    return {
+        part: {"source": source.description, "documents": source.documents}
+        for part, source in sources.items()
+    }

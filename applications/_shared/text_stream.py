@@ -1,0 +1,262 @@
+"""The text programs' input, streamed through tf.data end to end.
+
+Documents come from the bundled corpus (small, in memory), from a
+tensorflow-datasets split (read as a stream) or from local UTF-8 text files
+(`.txt`, or `.gz` compressed; a blank line separates documents). The train
+documents are shuffled with a bounded buffer, tokenized, joined with [SEP]
+and cut into windows of a fixed length that run across document boundaries
+(as BERT's pretraining data), shuffled again with a bounded buffer, and
+batched. Memory is bounded by the buffers, not by the corpus.
+
+`BatchStream` hands the batches to Keras and saves its iterator (shuffle
+buffers and position) at the end of each checkpoint period, so that a
+resumed run gets the batches an uninterrupted one does. TensorFlow is imported when a function is called.
+"""
+
+import codecs
+import glob
+import gzip
+import json
+import pathlib
+import shutil
+import time
+import zlib
+
+import keras
+
+from .files import make_temporary_dir
+
+# The bytes of each file whose UTF-8 is checked before training: a corpus of
+# many gigabytes is not read twice. Bytes past it that are not UTF-8 become
+# U+FFFD in the stream.
+CHECKED_BYTES = 1 << 20
+
+
+def resolve_files(pattern):
+    """The sorted files matching `pattern` (`~` and `**` expanded), or a
+    ValueError saying that it matches none."""
+    expanded = str(pathlib.Path(pattern).expanduser())
+    paths = sorted(
+        p for p in glob.glob(expanded, recursive=True) if pathlib.Path(p).is_file()
+    )
+    if not paths:
+        raise ValueError(f"{pattern!r} matches no file")
+    return paths
+
+
+def check_text_file(path, limit=CHECKED_BYTES):
+    """Raises a ValueError naming `path` and the byte offset if its first
+    `limit` bytes (decompressed, for `.gz`) are not UTF-8 text."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    opener = gzip.open if str(path).endswith(".gz") else open
+    offset = 0
+    try:
+        with opener(path, "rb") as handle:
+            while offset < limit:
+                chunk = handle.read(min(1 << 16, limit - offset))
+                if not chunk:
+                    break
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as error:
+                    raise ValueError(
+                        f"{path} is not UTF-8 text: invalid byte at offset "
+                        f"{offset + error.start}"
+                    ) from None
+                if b"\0" in chunk:
+                    at = offset + chunk.index(b"\0")
+                    raise ValueError(
+                        f"{path} is not UTF-8 text: a NUL byte at offset {at}"
+                    )
+                offset += len(chunk)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ValueError(f"{path} cannot be read: {error}") from None
+
+
+def _documents_of_lines(lines):
+    """Documents of a dataset of lines: runs of non-blank lines, joined
+    with newlines."""
+    import tensorflow as tf
+
+    def step(current, line):
+        blank = tf.equal(tf.strings.strip(line), "")
+        started = tf.strings.length(current) > 0
+        finished = tf.where(blank & started, current, "")
+        joined = tf.where(started, tf.strings.join([current, line], "\n"), line)
+        return tf.where(blank, "", joined), finished
+
+    # A last blank line ends the file's last document.
+    lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
+    return lines.scan(tf.constant(""), step).filter(
+        lambda document: tf.strings.length(document) > 0
+    )
+
+
+def read_documents(path):
+    """The documents of one text file (a string tensor; `.gz` is gzip)."""
+    import tensorflow as tf
+
+    compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
+    lines = tf.data.TextLineDataset(path, compression_type=compression)
+    return _documents_of_lines(lines)
+
+
+def file_documents(paths):
+    """The documents of `paths`, reading up to 16 files round-robin, in a
+    fixed order."""
+    import tensorflow as tf
+
+    files = tf.data.Dataset.from_tensor_slices(list(paths))
+    return files.interleave(
+        read_documents, cycle_length=min(16, len(paths)), deterministic=True
+    )
+
+
+def labelled_file_documents(paths, class_names):
+    """(document, label) of `paths`, each labelled by the name of the folder
+    its file is in (its index in `class_names`), as Keras'
+    `text_dataset_from_directory` labels files; files read as
+    `file_documents` reads them."""
+    import tensorflow as tf
+
+    labels = [class_names.index(pathlib.Path(p).parent.name) for p in paths]
+    files = tf.data.Dataset.from_tensor_slices((list(paths), labels))
+    return files.interleave(
+        lambda path, label: read_documents(path).map(lambda text: (text, label)),
+        cycle_length=min(16, len(paths)),
+        deterministic=True,
+    )
+
+
+def valid_utf8(text):
+    """`text` with bytes that are not UTF-8 replaced by U+FFFD."""
+    import tensorflow as tf
+
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
+
+
+def token_windows(documents, tokenizer, length):
+    """Windows of `length` ids: [CLS], then the documents' tokens, each
+    document followed by [SEP], cut across document boundaries. The last
+    incomplete window is dropped."""
+    import tensorflow as tf
+
+    start = tokenizer.token_to_id("[CLS]")
+    end = tokenizer.token_to_id("[SEP]")
+
+    def tokens(text):
+        ids = tf.cast(tokenizer(valid_utf8(text)), "int32")
+        return tf.concat([ids, [end]], axis=0)
+
+    ids = documents.map(tokens, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    windows = ids.rebatch(length - 1, drop_remainder=True)
+    return windows.map(lambda window: tf.concat([[start], window], axis=0))
+
+
+def training_options(dataset):
+    """`dataset` with the options of a checkpointed stream: the tokenizer's
+    and the documents' ops hold no state a checkpoint must keep."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.deterministic = True
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE
+    )
+    return dataset.with_options(options)
+
+
+def train_batches(documents, prepare, batch_size, seed, buffers):
+    """Endless shuffled batches: `documents` shuffled with a buffer of
+    `buffers[0]`, repeated, turned into examples by `prepare` (a function
+    of datasets), shuffled with a buffer of `buffers[1]`, batched."""
+    import tensorflow as tf
+
+    documents = documents.shuffle(buffers[0], seed=seed, reshuffle_each_iteration=True)
+    examples = prepare(documents.repeat())
+    examples = examples.shuffle(
+        buffers[1], seed=seed + 1, reshuffle_each_iteration=True
+    )
+    batches = examples.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return training_options(batches)
+
+
+def count(dataset):
+    """How many elements `dataset` has (one pass, nothing kept)."""
+    return int(dataset.reduce(0, lambda total, _: total + 1))
+
+
+def take_arrays(dataset, limit):
+    """The first `limit` elements of a dataset of arrays (or tuples or
+    dicts of them), stacked into numpy arrays."""
+    import numpy as np
+
+    elements = list(dataset.take(limit).as_numpy_iterator())
+    if not elements:
+        return None
+    return keras.tree.map_structure(lambda *parts: np.stack(parts), *elements)
+
+
+class BatchStream:
+    """The batches of an endless tf.data stream for `model.fit`, counted in
+    steps, with its state saved at the end of each checkpoint period.
+
+    `batches()` is the generator to fit on (with `steps_per_epoch=period`).
+    After it produces the last batch of a period (step `k * period`), it
+    writes the iterator's state (shuffle buffers and position) to
+    `snapshots/step-<k * period>`: Keras may fetch ahead of the step it
+    trains (TensorFlow prefetches), so the state is taken where the period
+    ends, not when the callback runs. `restore(folder)` continues from one.
+    `input_seconds` adds up the time spent taking batches from the stream.
+
+    Args:
+        dataset: a `tf.data.Dataset` of batches that never ends.
+        period: int, steps per checkpoint period (Keras epoch).
+        snapshots: the folder the period ends' states go to.
+        finish: optional function `(step, batch) -> (x, y)` of numpy arrays,
+            for what depends on the step (the masks).
+    """
+
+    def __init__(self, dataset, period, snapshots, finish=None):
+        import tensorflow as tf
+
+        self.iterator = iter(dataset)
+        self.checkpoint = tf.train.Checkpoint(iterator=self.iterator)
+        self.period = period
+        self.snapshots = pathlib.Path(snapshots)
+        self.finish = finish
+        self.step = 0  # batches taken from the stream
+        self.input_seconds = 0.0
+
+    def batches(self):
+        while True:
+            started = time.perf_counter()
+            batch = keras.tree.map_structure(lambda t: t.numpy(), next(self.iterator))
+            if self.finish is not None:
+                batch = self.finish(self.step, batch)
+            self.step += 1
+            self.input_seconds += time.perf_counter() - started
+            if self.step % self.period == 0:
+                self.save(self.snapshot(self.step))
+            yield tuple(batch)
+
+    def snapshot(self, step):
+        return self.snapshots / f"step-{step}"
+
+    def save(self, folder):
+        """Writes the stream's state to the new folder `folder`, atomically
+        (built beside it, then renamed)."""
+        folder = pathlib.Path(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_temporary_dir(folder.parent, f".{folder.name}-")
+        self.checkpoint.write(str(staging / "iterator"))
+        (staging / "position.json").write_text(json.dumps({"step": self.step}))
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+
+    def restore(self, folder):
+        """Continues from the state `save` wrote to `folder`."""
+        folder = pathlib.Path(folder)
+        self.checkpoint.read(str(folder / "iterator")).expect_partial()
+        self.step = json.loads((folder / "position.json").read_text())["step"]

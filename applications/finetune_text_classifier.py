@@ -19,8 +19,8 @@ reported once, next to the majority-class baseline.
 scored on validation_matched), glue/qnli, glue/rte, imdb_reviews,
 ag_news_subset, or any dataset with one or two text features and a
 "label" ClassLabel, read as a stream. The split named above is the test
-split (GLUE's test labels are withheld); the last --test-fraction of
-"train" validates. --train-files reads local text files instead, each
+split (GLUE's test labels are withheld); a --test-fraction of
+"train" validates (every round(1/f)-th example, by position). --train-files reads local text files instead, each
 document labelled by the name of its file's folder (as Keras'
 text_dataset_from_directory labels files: 'reviews/train/pos/*.txt');
 --validation-files and --test-files likewise, or carved from the train
@@ -334,8 +334,8 @@ def file_task(parser, args):
     --validation-files, --test-files), labelled by folder name."""
     import pathlib
 
-    from _shared import text_sources
     from _shared import text_stream
+    from _shared.text_sources import carve
 
     patterns = {
         part: getattr(args, f"{part}_files")
@@ -372,9 +372,9 @@ def file_task(parser, args):
         )
 
     sources = {part: source(part) for part in paths}
-    if len(sources) < 3:
-        carved = text_sources.carve(sources["train"], args.test_fraction)
-        sources = {part: sources.get(part, carved[part]) for part in PARTS}
+    missing = tuple(part for part in ("test", "validation") if part not in sources)
+    if missing:
+        sources.update(carve(sources["train"], args.test_fraction, missing))
     return sources, class_names, {part: sources[part].description for part in PARTS}
 
 

@@ -171,8 +171,7 @@ def build_parser():
     )
     parser.add_argument(
         "--recipe",
-        choices=("default", "paper"),
-        default="default",
+        choices=("paper",),
         help="paper: the paper's pretraining recipe for the paper's "
         "configurations (flags given still win)",
     )

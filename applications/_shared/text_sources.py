@@ -42,13 +42,15 @@ def memory_sources(parts):
     return {part: source(part) for part in PARTS}
 
 
-def carve(source, fraction):
-    """{"train", "validation", "test"} sources of one `source`, by
-    position (see the module's docstring)."""
+def carve(source, fraction, heldout=("test", "validation")):
+    """Sources of the `heldout` parts and "train" of one `source`, by
+    position: of every round(1/fraction) documents, the first goes to the
+    first held-out part, the second to the second, the rest to train."""
     import tensorflow as tf
 
-    every = max(3, round(1 / fraction))
-    kept = {"test": (0, 1), "validation": (1, 2), "train": (2, every)}
+    every = max(len(heldout) + 1, round(1 / fraction))
+    kept = {name: (i, i + 1) for i, name in enumerate(heldout)}
+    kept["train"] = (len(heldout), every)
 
     def part(name):
         low, high = kept[name]
@@ -63,7 +65,7 @@ def carve(source, fraction):
         share = f"{high - low} in {every}"
         return DocumentSource(f"{source.description}, {share} documents", make)
 
-    return {name: part(name) for name in PARTS}
+    return {name: part(name) for name in kept}
 
 
 def file_source(pattern):
@@ -89,16 +91,15 @@ def file_sources(args, fraction):
                 given[part] = file_source(pattern)
             except ValueError as error:
                 raise ValueError(f"--{part}-files: {error}") from None
-    if "validation" in given and "test" in given:
-        return given
-    carved = carve(given["train"], fraction)
-    return {part: given.get(part, carved[part]) for part in PARTS}
+    missing = tuple(part for part in ("test", "validation") if part not in given)
+    return {**given, **carve(given["train"], fraction, missing)} if missing else given
 
 
 def tfds_sources(builder, feature, fraction):
     """Sources of a tensorflow-datasets corpus' `feature`, streamed: its
     train split, and its validation and test splits where it has them (one
-    held-out split is the test split), the rest carved from train."""
+    held-out split is the test split), the rest carved from train (which
+    then keeps the rest)."""
     import tensorflow as tf
 
     def source(split):
@@ -109,7 +110,10 @@ def tfds_sources(builder, feature, fraction):
                 num_parallel_calls=tf.data.AUTOTUNE,
             )
 
-        size = builder.info.splits[split].num_examples
+        try:
+            size = builder.info.splits[split].num_examples
+        except (KeyError, ValueError):  # not prepared (tfds' mock data)
+            size = None
         return DocumentSource(f"split {split!r}", make, size)
 
     splits = set(builder.info.splits)
@@ -122,8 +126,8 @@ def tfds_sources(builder, feature, fraction):
         sources["test"] = source("validation")
     if len(sources) == 3:
         return sources
-    carved = carve(sources["train"], fraction)
-    return {part: sources.get(part, carved[part]) for part in PARTS}
+    missing = tuple(part for part in ("test", "validation") if part not in sources)
+    return {**sources, **carve(sources["train"], fraction, missing)}
 
 
 def describe(sources):

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import pytest
 from _shared.callbacks import TrainingBackup
+from _shared.run_state import RunState
 
 from tests.applications.programs._text_program_helpers import fast_pretraining_dir
 from tests.applications.programs._text_program_helpers import leftovers
@@ -33,7 +34,9 @@ def heldout_scores_in_numpy(output_dir):
 
     program = load_program("pretrain_mlm")
     parser, args = program.parse_args(["--fast", "--output-dir", str(output_dir)])
-    _, _, masked, _ = program.masked_corpus(parser, args)
+    run = RunState(output_dir, {})
+    run.resuming = True  # the run's own vocabulary.txt
+    _, _, masked, _, _ = program.masked_corpus(parser, args, run)
     inputs, labels = masked["test"]
     masked_lm = gMLPMaskedLM.from_preset(str(output_dir / "best_preset"))
     logits = keras.ops.convert_to_numpy(masked_lm(inputs)).astype("float64")
@@ -118,7 +121,7 @@ def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypat
 
     resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
     rows = history_rows(resumed_dir)
-    assert [row["epoch"] for row in rows] == ["0", "1"]
+    assert [row["epoch"] for row in rows] == ["1", "2"]
     assert rows[0] == first_epoch
     assert not (resumed_dir / "backup").exists()
     for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):

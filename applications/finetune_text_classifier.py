@@ -280,6 +280,7 @@ def tfds_task(parser, args):
     """(sources, class names, split names) of --dataset, streamed."""
     import _shared.text_data as text_data
     import tensorflow as tf
+    from _shared.text_sources import carve
 
     try:
         builder = text_data.tfds_builder(args.dataset, args.data_dir)
@@ -304,13 +305,6 @@ def tfds_task(parser, args):
                 f"validation or test split; it has text features {list(columns)} and "
                 f"splits {sorted(splits)}"
             )
-    size = builder.info.splits["train"].num_examples
-    start = size - min(size - 1, max(1, round(args.test_fraction * size)))
-    names = {
-        "train": f"train[:{start}]",
-        "validation": f"train[{start}:]",
-        "test": eval_split,
-    }
 
     def source(split):
         def make():
@@ -322,11 +316,11 @@ def tfds_task(parser, args):
 
         return example_source(f"split {split!r}", make)
 
-    return (
-        {part: source(split) for part, split in names.items()},
-        list(label.names),
-        names,
-    )
+    sources = carve(source("train"), args.test_fraction, ("validation",))
+    sources["test"] = source(eval_split)
+    names = {part: sources[part].description for part in PARTS}
+    names["test"] = eval_split
+    return sources, list(label.names), names
 
 
 def file_task(parser, args):
@@ -549,9 +543,10 @@ def prepare(parser, args):
     args.sequence_length = classifier.preprocessor.sequence_length
     heldout = heldout_arrays(classifier.preprocessor, sources, args)
     counts = train_label_counts(sources["train"], len(class_names))
-    if counts.sum() < args.batch_size:
-        refuse(f"the train split has {counts.sum()} examples, fewer than a batch")
-    resolve_steps(parser, args, int(counts.sum()) // args.batch_size)
+    if counts.sum() == 0:
+        refuse(f"the train split ({sources['train'].description}) has no examples")
+    # The last batch counted whole: the stream repeats.
+    resolve_steps(parser, args, -(-int(counts.sum()) // args.batch_size))
     majority = int(counts.argmax())
     task = {
         "name": task_name,

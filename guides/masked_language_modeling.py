@@ -10,20 +10,23 @@ Accelerator: None
 """
 ## Introduction
 
-gMLP ("Pay Attention to MLPs", Liu et al. 2021) replaces self-attention with
-a *spatial gating unit*: a learned linear projection along the token axis.
-The paper pretrains it like BERT, by masked language modeling (MLM), and
-shows that adding one tiny attention head per block (aMLP) closes the gap
-to Transformers on tasks that compare two sentences.
+gMLP ("Pay Attention to MLPs", Liu et al. 2021) replaces self-attention with a *spatial
+gating unit*: a learned linear projection along the token axis. The paper pretrains it
+like BERT, by masked language modeling (MLM), and shows that adding one tiny attention
+head per block (aMLP) closes the gap to Transformers on tasks that compare two
+sentences.
 
-This guide runs the recipe on text that ships with every Python (the
-Language Reference in `pydoc_data.topics`): it trains a WordPiece
-vocabulary, pretrains a gMLP and an aMLP encoder and measures them against
-a unigram baseline, saves the better one as a preset and fine-tunes
-`gMLPTextClassifier` from it on single sentences and on sentence pairs.
+This guide runs the recipe on text that ships with every Python (the Language Reference
+in `pydoc_data.topics`): it trains a WordPiece vocabulary, pretrains a gMLP and an aMLP
+encoder and measures them against a unigram baseline, saves the better one as a preset
+and fine-tunes `gMLPTextClassifier` from it on single sentences and on sentence pairs.
 
-`KERAS_GMLP_GUIDE_FAST=1` runs a tiny version (what the test suite runs);
-without it the guide trains for longer, at larger sizes.
+`KERAS_GMLP_GUIDE_FAST=1` runs a tiny version (what the test suite runs); without it the
+guide trains for longer, at larger sizes. For a corpus of any size,
+`applications/pretrain_mlm.py` streams text files or a tensorflow-datasets corpus through
+`tf.data`, counts steps and resumes mid-run; the paper's recipe on C4's files:
+`python applications/pretrain_mlm.py --model gmlp_base --recipe paper --train-files
+'c4/en/c4-train.*.txt.gz' --dtype-policy mixed_bfloat16` (batch 256, 512 tokens).
 """
 
 """
@@ -48,17 +51,16 @@ FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
 SEQUENCE_LENGTH = 32 if FAST else 64
 VOCABULARY_SIZE = 400 if FAST else 1200
 HIDDEN_DIM, NUM_LAYERS = (64, 2) if FAST else (128, 4)
-PRETRAIN_EPOCHS = 1 if FAST else 10
+PRETRAIN_EPOCHS, FINETUNE_EPOCHS = (1, 5) if FAST else (10, 10)
 LEARNING_RATE, FINETUNE_LEARNING_RATE = 5e-3, 2e-3
-FINETUNE_EPOCHS = 5 if FAST else 10
 BATCH_SIZE = 32
 keras.utils.set_random_seed(42)
 """
 ## The corpus
 
-`pydoc_data.topics` maps 79 topic names to 465,000 characters of
-documentation. We drop the reStructuredText underlines, hold out 8 whole
-*documents* (perplexity on unseen text) and cut the text into 24-word chunks.
+`pydoc_data.topics` maps 79 topic names to 465,000 characters of documentation. We drop
+the reStructuredText underlines, hold out 8 whole *documents* (perplexity on unseen
+text) and cut the text into 24-word chunks.
 """
 
 
@@ -79,11 +81,10 @@ print(f"{len(train_chunks)} train chunks, {len(heldout_chunks)} held-out chunks"
 """
 ## Training the tokenizer
 
-`gMLPTokenizer.from_corpus()` runs keras-hub's WordPiece trainer on a
-`tf.data.Dataset` of strings or (faster) text files, with BERT's special
-tokens first. It keeps word pieces seen at least 10 times, so a small corpus
-can give fewer tokens than asked for, with a warning saying why. (Fast mode
-trains it on an eighth of the text.)
+`gMLPTokenizer.from_corpus()` runs keras-hub's WordPiece trainer on a `tf.data.Dataset`
+of strings or (faster) text files, with BERT's special tokens first. It keeps word
+pieces seen at least 10 times, so a small corpus can give fewer tokens than asked for,
+with a warning saying why. (Fast mode trains it on an eighth of the text.)
 """
 
 workdir = tempfile.mkdtemp()
@@ -101,11 +102,11 @@ print([tokenizer.id_to_token(int(i)) for i in np.asarray(tokenizer(example))])
 """
 ## Masking
 
-`gMLPMaskedLMPreprocessor` packs each chunk as `[CLS] tokens [SEP]` and
-selects 15% of the tokens to predict (80% become `[MASK]`, 10% a random
-token, 10% stay). We mask the training set a few times up front, the held-out
-set once, so every model sees the same masked tokens. Mapped over `tf.data`
-it runs as TensorFlow ops, much faster than a direct call (which is Python).
+`gMLPMaskedLMPreprocessor` packs each chunk as `[CLS] tokens [SEP]` and selects 15% of
+the tokens to predict (80% become `[MASK]`, 10% a random token, 10% stay). We mask the
+training set a few times up front, the held-out set once, so every model sees the same
+masked tokens. Mapped over `tf.data` it runs as TensorFlow ops, much faster than a
+direct call (which is Python).
 """
 
 preprocessor = models.gMLPMaskedLMPreprocessor(
@@ -122,9 +123,9 @@ train_x, train_y, train_weight = mask(train_chunks * (2 if FAST else 4))
 heldout_x, heldout_y, heldout_weight = mask(heldout_chunks)
 
 """
-Baselines: predicting each masked token from its training frequency,
-ignoring the context, gives the *unigram* perplexity; always guessing the
-most frequent token gives the *majority-token* accuracy.
+Baselines: predicting each masked token from its training frequency, ignoring the
+context, gives the *unigram* perplexity; always guessing the most frequent token gives
+the *majority-token* accuracy.
 """
 
 train_ids = train_x["token_ids"].copy()  # Put the masked tokens back.
@@ -143,12 +144,11 @@ print(
 """
 ## Pretraining gMLP and aMLP
 
-Both encoders share every setting; aMLP adds a size-16 single-head
-attention to each block (`attention_dim`). `MaskedLMPerplexity` is `exp` of
-the mean cross-entropy over the *real* masked tokens (Keras' loss also
-divides by padded mask slots, so `exp(loss)` is not a perplexity), and
-`MaskedLMAccuracy` also counts real masked tokens only. Both go in
-`weighted_metrics`, so they get the preprocessor's sample weights.
+Both encoders share every setting; aMLP adds a size-16 single-head attention to each
+block (`attention_dim`). `MaskedLMPerplexity` is `exp` of the mean cross-entropy over
+the *real* masked tokens (Keras' loss also divides by padded mask slots, so `exp(loss)`
+is not a perplexity), and `MaskedLMAccuracy` also counts real masked tokens only. Both
+go in `weighted_metrics`, so they get the preprocessor's sample weights.
 """
 
 
@@ -195,15 +195,15 @@ amlp_perplexity = float(results["aMLP"][1]["masked_lm_perplexity"])
 amlp_masked_accuracy = float(results["aMLP"][1]["masked_lm_accuracy"])
 
 """
-Both models beat the unigram perplexity and the majority-token accuracy:
-they use the context. Which one wins at this tiny scale varies with the
-seed; the paper's gap in aMLP's favour (Table 4) needs more data and steps.
+Both models beat the unigram perplexity and the majority-token accuracy: they use the
+context. Which one wins at this tiny scale varies with the seed; the paper's gap in
+aMLP's favour (Table 4) needs more data and steps.
 
 ## Saving the encoder as a preset
 
-A keras-hub *preset* directory holds the backbone, tokenizer, preprocessor
-and task. We pretrained on pre-masked data without a preprocessor, so we
-attach it now and save the model with the lower perplexity.
+A keras-hub *preset* directory holds the backbone, tokenizer, preprocessor and task. We
+pretrained on pre-masked data without a preprocessor, so we attach it now and save the
+model with the lower perplexity.
 """
 
 best = min(results, key=lambda name: results[name][1]["masked_lm_perplexity"])
@@ -216,11 +216,11 @@ print(f"Saved {best} to {preset_dir}:", sorted(os.listdir(preset_dir)))
 """
 ## Fine-tuning on single sentences
 
-A task with real labels: which of four reference pages (compound
-statements, format strings, sequence types, special method names) do 16
-words come from? `gMLPTextClassifier.from_preset()` loads the pretrained
-encoder and tokenizer and adds a fresh head on the pooled output. Pages
-are balanced, so the majority class is about a quarter of the test set.
+A task with real labels: which of four reference pages (compound statements, format
+strings, sequence types, special method names) do 16 words come from?
+`gMLPTextClassifier.from_preset()` loads the pretrained encoder and tokenizer and adds a
+fresh head on the pooled output. Pages are balanced, so the majority class is about a
+quarter of the test set.
 """
 
 pages = ["compound", "formatstrings", "typesseq", "specialnames"]
@@ -259,11 +259,11 @@ classifier, sentence_accuracy, sentence_majority = fine_tune(len(pages), train, 
 """
 ## Fine-tuning on sentence pairs
 
-Pairs are packed as `[CLS] first [SEP] second [SEP]` with segment ids 0
-and 1; pass them as a tuple `x=(first, second)` of equal-length arrays. The
-task: one text comes from the special-method-names page, the other from
-another page; is it the first (label 0) or the second (label 1)? Neither
-text alone answers that: the encoder must read both and their segments.
+Pairs are packed as `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1; pass them
+as a tuple `x=(first, second)` of equal-length arrays. The task: one text comes from the
+special-method-names page, the other from another page; is it the first (label 0) or the
+second (label 1)? Neither text alone answers that: the encoder must read both and their
+segments.
 """
 
 

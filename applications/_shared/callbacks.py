@@ -294,13 +294,22 @@ class TrainingBackup(keras.callbacks.Callback):
             raise damaged(seeds_path, str(error) or type(error).__name__) from None
         for variable, value in zip(states, values):
             variable.assign(value)
-        if "torch_rng_state" in arrays:
-            import torch
-
-            torch.set_rng_state(torch.from_numpy(arrays["torch_rng_state"]))
+        self.torch_rng_state = arrays.get("torch_rng_state")
 
     def on_train_begin(self, logs=None):
+        self.torch_rng_state = None
         self.restore()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        # Set at the first batch, not when training begins: a DataLoader
+        # (a stream's on PyTorch) draws its seed from the global generator
+        # when fit starts iterating, which an uninterrupted run did once,
+        # at its start, not at this epoch.
+        if self.torch_rng_state is not None:
+            import torch
+
+            torch.set_rng_state(torch.from_numpy(self.torch_rng_state))
+            self.torch_rng_state = None
 
     def on_epoch_end(self, epoch, logs=None):
         weights_path, seeds_path, stream_path = self.epoch_files(epoch + 1)

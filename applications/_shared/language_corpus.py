@@ -63,7 +63,10 @@ def heldout_windows(sources, tokenizer, length, args):
     windows = {}
     for part in PARTS[1:]:
         windows[part] = text_stream.take_arrays(
-            text_stream.token_windows(sources[part].dataset(), tokenizer, length), limit
+            text_stream.token_windows(
+                sources[part].dataset(), tokenizer, length, pad_last=True
+            ),
+            limit,
         )
         if windows[part] is None:
             refuse(
@@ -88,17 +91,18 @@ def train_token_counts(source, tokenizer, length, sample):
 
 
 def train_steps_per_epoch(source, tokenizer, length, batch_size):
-    """Batches in one pass over the train documents (one counting pass);
-    a corpus without a whole batch is refused."""
+    """Batches in one pass over the train documents (one counting pass,
+    the last batch counted whole: the stream repeats); a corpus without a
+    window is refused."""
     windows = text_stream.count(
         text_stream.token_windows(source.dataset(), tokenizer, length)
     )
-    if windows < batch_size:
+    if windows == 0:
         refuse(
-            f"the train corpus ({source.description}) gives {windows} windows of "
-            f"{length} tokens, fewer than a batch of {batch_size}"
+            f"the train corpus ({source.description}) gives no window of {length} "
+            "tokens: use more text or a shorter --sequence-length"
         )
-    return windows // batch_size
+    return -(-windows // batch_size)
 
 
 def language_model_corpus(args, run, sources, length):

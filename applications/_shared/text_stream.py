@@ -135,10 +135,11 @@ def valid_utf8(text):
     return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
 
 
-def token_windows(documents, tokenizer, length):
+def token_windows(documents, tokenizer, length, pad_last=False):
     """Windows of `length` ids: [CLS], then the documents' tokens, each
     document followed by [SEP], cut across document boundaries. The last
-    incomplete window is dropped."""
+    incomplete window is dropped, or with `pad_last` padded with [PAD] (0),
+    so that a small held-out set keeps all its text."""
     import tensorflow as tf
 
     start = tokenizer.token_to_id("[CLS]")
@@ -149,8 +150,13 @@ def token_windows(documents, tokenizer, length):
         return tf.concat([ids, [end]], axis=0)
 
     ids = documents.map(tokens, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    windows = ids.rebatch(length - 1, drop_remainder=True)
-    return windows.map(lambda window: tf.concat([[start], window], axis=0))
+    windows = ids.rebatch(length - 1, drop_remainder=not pad_last)
+
+    def window(body):
+        padding = tf.zeros([length - 1 - tf.size(body)], "int32")
+        return tf.concat([[start], body, padding], axis=0)
+
+    return windows.map(window)
 
 
 def training_options(dataset):
@@ -245,12 +251,22 @@ class BatchStream:
 
     def save(self, folder):
         """Writes the stream's state to the new folder `folder`, atomically
-        (built beside it, then renamed)."""
+        (built beside it, then renamed). A source whose iterator TensorFlow
+        cannot checkpoint (a `from_generator` dataset, as tensorflow-datasets'
+        mock data) keeps only the step: `restore` then replays the stream
+        up to it, which the fixed seeds make the same."""
+        import tensorflow as tf
+
         folder = pathlib.Path(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = make_temporary_dir(folder.parent, f".{folder.name}-")
-        self.checkpoint.write(str(staging / "iterator"))
-        (staging / "position.json").write_text(json.dumps({"step": self.step}))
+        try:
+            self.checkpoint.write(str(staging / "iterator"))
+            replay = False
+        except tf.errors.UnimplementedError:
+            replay = True
+        position = {"step": self.step, "replay": replay}
+        (staging / "position.json").write_text(json.dumps(position))
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
@@ -258,5 +274,10 @@ class BatchStream:
     def restore(self, folder):
         """Continues from the state `save` wrote to `folder`."""
         folder = pathlib.Path(folder)
-        self.checkpoint.read(str(folder / "iterator")).expect_partial()
-        self.step = json.loads((folder / "position.json").read_text())["step"]
+        position = json.loads((folder / "position.json").read_text())
+        if position.get("replay"):
+            for _ in range(position["step"] - self.step):
+                next(self.iterator)
+        else:
+            self.checkpoint.read(str(folder / "iterator")).expect_partial()
+        self.step = position["step"]

@@ -61,10 +61,9 @@ def resolve_steps(parser, args, steps_per_epoch):
                 f"--save-every {args.save_every} must divide {flag} {value}: "
                 "training stops and is evaluated at checkpoints"
             )
-    if args.warmup_steps >= args.steps:
+    if args.warmup_steps > args.steps:
         parser.error(
-            f"--warmup-steps {args.warmup_steps} must be fewer than the "
-            f"{args.steps} steps"
+            f"--warmup-steps {args.warmup_steps} must be at most the {args.steps} steps"
         )
 
 

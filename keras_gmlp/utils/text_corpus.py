@@ -168,6 +168,7 @@ def unigram_perplexity(train_ids, labels, vocabulary_size, first_scored_id):
     counted): what a model scores by ignoring context. Returns
     (perplexity, counts)."""
     counts = np.bincount(train_ids.ravel(), minlength=vocabulary_size)[:vocabulary_size]
+    counts[:first_scored_id] = 0
     return unigram_perplexity_of_counts(counts, labels, first_scored_id), counts
 
 

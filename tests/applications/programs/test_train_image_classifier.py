@@ -145,7 +145,8 @@ def test_fast_default_writes_every_output(fast_run):
     assert summary["flags"]["fast"] is True
     assert summary["seconds"] > 0
     history = read_history(output_dir)
-    assert [row["epoch"] for row in history] == [0.0, 1.0]
+    # Counted from 1, as the console, the plots and summary.json count.
+    assert [row["epoch"] for row in history] == [1.0, 2.0]
     assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(history[0])
     best = max(range(2), key=lambda e: (history[e]["val_accuracy"], -e))
     assert summary["best_epoch"] == best + 1

@@ -165,6 +165,9 @@ def test_unknown_tfds_dataset_is_a_flag_error(tmp_path):
     with pytest.raises(SystemExit) as raised:
         program.main(["--dataset", "no_such_corpus_xyz", "--output-dir", str(tmp_path)])
     assert raised.value.code == 2
+    # A refused start writes nothing, so the corrected rerun is not refused
+    # for "other model flags".
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

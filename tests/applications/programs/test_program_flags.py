@@ -7,6 +7,7 @@ Cost: about 40 subprocesses that stop at a flag error before Keras is
 imported (well under a second each), and in-process checks on tiny files.
 """
 
+import json
 import os
 import stat
 import subprocess
@@ -19,6 +20,7 @@ from _shared import callbacks
 from _shared import files
 from _shared import logs
 
+from tests.applications.programs._text_program_helpers import load_program
 from tests.applications.programs.helpers import describe
 from tests.applications.programs.helpers import program_env
 from tests.applications.programs.helpers import program_path
@@ -270,3 +272,56 @@ def test_start_up_lines_below_the_log_level_are_held_back():
     assert logs.is_start_up_notice(OTHER_ERROR, level=3, has_gpu=False)
     assert not logs.is_start_up_notice("Epoch 1/8\n", level=2, has_gpu=False)
     assert not logs.is_start_up_notice(START_UP[1], level=0, has_gpu=False)
+
+
+@pytest.mark.parametrize(
+    "program, flags, reason",
+    [
+        ("pretrain_mlm", ["--steps", "5", "--epochs", "2"], "--steps and --epochs"),
+        ("train_causal_lm", ["--eval-every", "4", "--save-every", "3"], "must divide"),
+        ("pretrain_mlm", ["--recipe", "paper"], "--recipe paper is the recipe"),
+        ("finetune_text_classifier", ["--test-files", "x"], "needs --train-files"),
+        ("pretrain_mlm", ["--train-files", "x", "--dataset", "y"], "give one"),
+    ],
+)
+def test_a_flag_error_is_a_usage_line_and_the_reason(program, flags, reason, tmp_path):
+    result = run_flags(program, *flags, tmp_path=tmp_path)
+    assert result.returncode == 2, describe(result)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2, result.stderr
+    assert lines[0].startswith("usage: ") and "--help" in lines[0]
+    assert reason in lines[1]
+    assert not (tmp_path / "out" / "run_state.json").exists()
+
+
+def test_a_finished_run_answers_before_tensorflow_loads(tmp_path):
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    program = load_program("pretrain_mlm")
+    _, args = program.parse_args(["--fast", "--output-dir", str(output_dir)])
+    model_flags = {name: getattr(args, name) for name in program.MODEL_FLAGS}
+    state = {
+        "stage": "finished",
+        "model_flags": json.loads(json.dumps(model_flags, default=str)),
+    }
+    (output_dir / "run_state.json").write_text(json.dumps(state))
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['pretrain_mlm.py', '--fast', '--output-dir', {str(output_dir)!r}]\n"
+        "try:\n"
+        f"    runpy.run_path({str(program_path('pretrain_mlm'))!r}, run_name='__main__')\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code in (0, None), stop.code\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=program_env(mock_tfds=True),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, describe(result)
+    assert "holds a finished run" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "False False"

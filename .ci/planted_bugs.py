@@ -7,7 +7,7 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-sixteen runs take about ten minutes.
+eighteen runs take about twelve minutes.
 """
 
 import json
@@ -132,6 +132,24 @@ BUGS = [
         'keras.layers.Permute((2, 3, 1), name="to_channels_last")',
         'keras.layers.Permute((3, 2, 1), name="to_channels_last")',
         ["tests/applications/test_channels_first.py"],
+    ),
+    (
+        "A resumed text run restarts its input stream instead of restoring it",
+        "applications/_shared/callbacks.py",
+        "        backup.restore_stream()\n",
+        "        pass\n",
+        [
+            "tests/applications/programs/test_text_streaming.py::test_steps_resume_mid_run_with_the_same_weights"
+        ],
+    ),
+    (
+        "Text windows cut one token short of the document stream",
+        "applications/_shared/text_stream.py",
+        "ids.rebatch(length - 1, drop_remainder=not pad_last)",
+        "ids.rebatch(length - 2, drop_remainder=not pad_last)",
+        [
+            "tests/applications/programs/test_text_streaming.py::test_windows_join_documents_with_sep_across_boundaries"
+        ],
     ),
     (
         "pretrain_mlm.py reports its scores on the validation windows as test",

@@ -44,6 +44,7 @@ final_preset/, history.csv, training_curves.png, confusion_matrix.png
 import pathlib
 import time
 
+from _shared.flags import STEP_RUN_FLAGS
 from _shared.flags import add_step_flags
 from _shared.flags import add_text_file_flags
 from _shared.flags import check_step_flags
@@ -81,20 +82,10 @@ PARTS = ("train", "validation", "test")
 MODEL_FLAGS = (
     "preset",
     "dataset",
-    "train_files",
-    "validation_files",
-    "test_files",
-    "shuffle_buffer",
     "dropout",
     "test_fraction",
-    "batch_size",
-    "seed",
-    "epochs",
-    "steps",
-    "warmup_steps",
-    "save_every",
-    "dtype_policy",
     "fast",
+    *STEP_RUN_FLAGS,
 )
 
 

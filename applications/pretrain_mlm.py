@@ -48,7 +48,9 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 
 import time
 
+from _shared.flags import CORPUS_RUN_FLAGS
 from _shared.flags import LANGUAGE_MODEL_FAST
+from _shared.flags import STEP_RUN_FLAGS
 from _shared.flags import add_corpus_flags
 from _shared.flags import add_optimizer_flags
 from _shared.flags import add_step_flags
@@ -106,23 +108,9 @@ MODEL_FLAGS = (
     "sequence_length",
     "vocabulary_size",
     "dropout",
-    "dataset",
-    "text_feature",
-    "train_files",
-    "validation_files",
-    "test_files",
-    "vocabulary",
-    "vocabulary_sample",
-    "shuffle_buffer",
-    "heldout_fraction",
-    "batch_size",
-    "seed",
-    "epochs",
-    "steps",
-    "warmup_steps",
-    "save_every",
-    "dtype_policy",
     "fast",
+    *CORPUS_RUN_FLAGS,
+    *STEP_RUN_FLAGS,
 )
 
 

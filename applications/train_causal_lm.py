@@ -37,7 +37,9 @@ import pathlib
 import time
 
 from _shared.files import write_text
+from _shared.flags import CORPUS_RUN_FLAGS
 from _shared.flags import LANGUAGE_MODEL_FAST
+from _shared.flags import STEP_RUN_FLAGS
 from _shared.flags import add_corpus_flags
 from _shared.flags import add_optimizer_flags
 from _shared.flags import add_step_flags
@@ -69,23 +71,9 @@ MODEL_FLAGS = (
     "vocabulary_size",
     "dropout",
     "corpus",
-    "dataset",
-    "text_feature",
-    "train_files",
-    "validation_files",
-    "test_files",
-    "vocabulary",
-    "vocabulary_sample",
-    "shuffle_buffer",
-    "heldout_fraction",
-    "batch_size",
-    "seed",
-    "epochs",
-    "steps",
-    "warmup_steps",
-    "save_every",
-    "dtype_policy",
     "fast",
+    *CORPUS_RUN_FLAGS,
+    *STEP_RUN_FLAGS,
 )
 
 

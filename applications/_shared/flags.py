@@ -220,6 +220,29 @@ def add_optimizer_flags(parser):
 
 
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# The step and file flags that define a text program's run (its data order,
+# schedule and numerics): a resumed run must have the same.
+STEP_RUN_FLAGS = (
+    "train_files",
+    "validation_files",
+    "test_files",
+    "shuffle_buffer",
+    "batch_size",
+    "seed",
+    "epochs",
+    "steps",
+    "warmup_steps",
+    "save_every",
+    "dtype_policy",
+)
+# The corpus flags of the language-model programs, likewise.
+CORPUS_RUN_FLAGS = (
+    "dataset",
+    "text_feature",
+    "vocabulary",
+    "vocabulary_sample",
+    "heldout_fraction",
+)
 
 
 def add_step_flags(parser):

@@ -63,20 +63,21 @@ def parse_args(argv=None):
 def write_corpus(folder, documents, seed=0):
     """`documents` documents of Zipf-distributed words (10 to 200 each),
     a blank line between them, in files of DOCUMENTS_PER_FILE; returns the
-    glob."""
+    glob. Drawn file by file: a child's peak RSS (`os.wait4`) counts this
+    process' memory at the time it starts, which must stay below it."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
-    ranks = np.minimum(rng.zipf(1.3, size=documents * 120), len(WORDS)) - 1
-    lengths = rng.integers(10, 200, size=documents)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
     words = np.array(WORDS)
     for first in range(0, documents, DOCUMENTS_PER_FILE):
-        last = min(documents, first + DOCUMENTS_PER_FILE)
+        rng = np.random.default_rng([seed, first])
+        count = min(DOCUMENTS_PER_FILE, documents - first)
+        lengths = rng.integers(10, 200, size=count)
+        ranks = np.minimum(rng.zipf(1.3, size=int(lengths.sum())), len(WORDS)) - 1
+        starts = np.concatenate([[0], np.cumsum(lengths)])
         with open(folder / f"part-{first // DOCUMENTS_PER_FILE:04d}.txt", "w") as file:
-            for index in range(first, last):
-                piece = ranks[starts[index] % len(ranks) :][: lengths[index]]
+            for index in range(count):
+                piece = ranks[starts[index] : starts[index + 1]]
                 file.write(" ".join(words[piece]) + "\n\n")
     return str(folder / "part-*.txt")
 
@@ -222,7 +223,7 @@ def step_comparison(pattern, args):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.compare_steps:
+    if args.compare_steps:  # a child of step_comparison
         print(
             json.dumps(
                 compare_steps(args.compare_steps, args.step_batches, SPECIAL + WORDS)

@@ -107,9 +107,8 @@ def file_documents(paths):
     import tensorflow as tf
 
     files = tf.data.Dataset.from_tensor_slices(list(paths))
-    return files.interleave(
-        read_documents, cycle_length=min(16, len(paths)), deterministic=True
-    )
+    # Sequential (no num_parallel_calls), so the order is fixed.
+    return files.interleave(read_documents, cycle_length=min(16, len(paths)))
 
 
 def labelled_file_documents(paths, class_names):
@@ -124,7 +123,6 @@ def labelled_file_documents(paths, class_names):
     return files.interleave(
         lambda path, label: read_documents(path).map(lambda text: (text, label)),
         cycle_length=min(16, len(paths)),
-        deterministic=True,
     )
 
 

@@ -146,3 +146,58 @@ def test_flag_errors_exit_2(tmp_path, flags, message):
     )
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_text_files_are_labelled_by_their_folder(tmp_path):
+    # Keras' text_dataset_from_directory layout: one folder per class.
+    for label, word in (("neg", "bad"), ("pos", "good")):
+        (tmp_path / "train" / label).mkdir(parents=True)
+        for index in range(2):
+            documents = [f"{word} {word} {index} {n}" for n in range(10)]
+            (tmp_path / "train" / label / f"{index}.txt").write_text(
+                "\n\n".join(documents) + "\n"
+            )
+    program = load_program("finetune_text_classifier")
+    parser, args = program.parse_args(
+        [
+            "--preset",
+            str(fast_pretraining_preset_stub(tmp_path)),
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--train-files",
+            str(tmp_path / "train" / "*" / "*.txt"),
+        ]
+    )
+    sources, classes, _ = program.file_task(parser, args)
+    assert classes == ["neg", "pos"]
+    seen = {}
+    for part in ("train", "validation", "test"):
+        examples = sources[part].dataset().as_numpy_iterator()
+        seen[part] = [(texts[0].decode(), int(label)) for texts, label in examples]
+        for text, label in seen[part]:
+            assert text.split()[0] == ("bad", "good")[label]
+    # Every document once, the held-out parts carved by position.
+    assert sum(len(part) for part in seen.values()) == 40
+    assert len(seen["test"]) == len(seen["validation"]) == 40 // 4
+    (tmp_path / "train" / "other.txt").write_text("no class folder\n")
+    _, args = program.parse_args(
+        [
+            "--preset",
+            str(tmp_path / "stub"),
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--train-files",
+            str(tmp_path / "train" / "*.txt"),
+        ]
+    )
+    with pytest.raises(SystemExit):
+        program.file_task(parser, args)
+
+
+def fast_pretraining_preset_stub(tmp_path):
+    """A folder that passes the --preset flag check (file_task reads no
+    preset)."""
+    stub = tmp_path / "stub"
+    stub.mkdir(exist_ok=True)
+    (stub / "config.json").write_text("{}")
+    return stub

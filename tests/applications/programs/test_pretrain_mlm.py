@@ -11,7 +11,6 @@ import json
 import keras
 import numpy as np
 import pytest
-from _shared.callbacks import TrainingBackup
 from _shared.run_state import RunState
 
 from tests.applications.programs._text_program_helpers import fast_pretraining_dir
@@ -94,51 +93,6 @@ def test_fast_default_writes_outputs():
     assert scores["trained"] == pytest.approx(toeplitz_scores(backbone), rel=1e-6)
     assert len(scores["initial"]) == backbone.num_layers
     assert (output_dir / "spatial_filters.png").stat().st_size > 0
-
-
-def test_resume_after_interruption_matches_uninterrupted_run(tmp_path, monkeypatch):
-    program = load_program("pretrain_mlm")
-    flags = ["--fast", "--epochs", "2", "--seed", "3"]
-    uninterrupted = program.main(flags + ["--output-dir", str(tmp_path / "a")])
-
-    # Ctrl-C right after the first epoch's backup is written.
-    restore_on_epoch_end = TrainingBackup.on_epoch_end
-
-    def interrupt_after_first_epoch(self, epoch, logs=None):
-        restore_on_epoch_end(self, epoch, logs)
-        if epoch == 0:
-            raise KeyboardInterrupt
-
-    resumed_dir = tmp_path / "b"
-    with monkeypatch.context() as patch:
-        patch.setattr(TrainingBackup, "on_epoch_end", interrupt_after_first_epoch)
-        with pytest.raises(KeyboardInterrupt):
-            program.main(flags + ["--output-dir", str(resumed_dir)])
-    assert (resumed_dir / "backup").is_dir()
-    assert len(history_rows(resumed_dir)) == 1
-    assert not (resumed_dir / "final_preset").exists()
-    first_epoch = history_rows(resumed_dir)[0]
-
-    resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
-    rows = history_rows(resumed_dir)
-    assert [row["epoch"] for row in rows] == ["1", "2"]
-    assert rows[0] == first_epoch
-    assert not (resumed_dir / "backup").exists()
-    for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
-        np.testing.assert_allclose(
-            resumed[key], uninterrupted[key], rtol=1e-5, err_msg=key
-        )
-    # Every score of the last epoch; not its timings.
-    timings = ("tokens_per_second", "input_share")
-    np.testing.assert_allclose(
-        [float(v) for k, v in rows[-1].items() if k not in timings],
-        [
-            float(v)
-            for k, v in history_rows(tmp_path / "a")[-1].items()
-            if k not in timings
-        ],
-        rtol=1e-5,
-    )
 
 
 def test_tfds_corpus(tmp_path):

@@ -7,6 +7,7 @@ Cost per backend: tf.data on a few small files; three tiny pretraining runs
 of a few steps (one layer of width 32), one of them interrupted.
 """
 
+import csv
 import gzip
 import json
 
@@ -151,6 +152,11 @@ def vocabulary_file(folder):
     return str(path)
 
 
+def history_rows(output_dir):
+    with open(output_dir / "history.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 def final_weights(output_dir):
     from keras_gmlp.models import gMLPMaskedLM
 
@@ -190,7 +196,16 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
     latest = json.loads((resumed_dir / "backup" / "latest.json").read_text())
     assert latest == {"epoch": 2}
     assert (resumed_dir / "backup" / "epoch-2.stream" / "position.json").is_file()
-    program.main(flags + ["--output-dir", str(resumed_dir)])
+    before = history_rows(resumed_dir)
+    resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
+    rows = history_rows(resumed_dir)
+    # Checkpoint periods counted from 1, the interrupted run's rows kept.
+    assert [row["epoch"] for row in rows] == ["1", "2", "3"]
+    # Later rows add the validation columns, empty in these.
+    assert [{k: v for k, v in row.items() if v} for row in rows[:2]] == before
+    assert rows[-1]["step"] == "6.0" and not (resumed_dir / "backup").exists()
+    for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
+        np.testing.assert_allclose(resumed[key], summary[key], rtol=1e-5, err_msg=key)
     for resumed, uninterrupted in zip(
         final_weights(resumed_dir), final_weights(tmp_path / "a")
     ):

@@ -71,21 +71,6 @@ def read_vocabulary(path):
     return tokens
 
 
-def tokenize(tokenizer, texts, chunk=2000):
-    """Token ids of each text, as a list of int32 numpy arrays."""
-    import numpy as np
-    import tensorflow as tf
-
-    token_lists = []
-    for start in range(0, len(texts), chunk):
-        # Outside tf.data, a batch comes back as a ragged tensor or lists.
-        batch = tokenizer(tf.constant(list(texts[start : start + chunk])))
-        if hasattr(batch, "to_list"):
-            batch = batch.to_list()
-        token_lists.extend(np.asarray(tokens, dtype="int32") for tokens in batch)
-    return token_lists
-
-
 def tfds_builder(name, data_dir):
     """The tensorflow-datasets builder of `name`, or a ValueError saying
     why not (unknown name, or not prepared under `data_dir`)."""

@@ -128,11 +128,3 @@ def tfds_sources(builder, feature, fraction):
         return sources
     missing = tuple(part for part in ("test", "validation") if part not in sources)
     return {**sources, **carve(sources["train"], fraction, missing)}
-
-
-def describe(sources):
-    """{part: description} for the summary."""
-    return {
-        part: {"source": source.description, "documents": source.documents}
-        for part, source in sources.items()
-    }

@@ -559,16 +559,21 @@ def main(argv=None):
     quiet_tensorflow_logs()
     started = time.time()
     import keras
+    from _shared.distribute import local_copy
+    from _shared.distribute import start
     from _shared.report import plot_history
     from _shared.report import write_summary
     from _shared.text_training import training_facts
 
+    placement = start(parser, args)
     keras.config.set_dtype_policy(args.dtype_policy)
-    task, classifier, heldout = prepare(parser, args)
-    trainer, history = train_classifier(
-        args, run_state, classifier, task["sources"]["train"], heldout["validation"]
-    )
-    accuracy = test_and_plot(args, trainer, heldout["test"], task["classes"])
+    with placement.scope():
+        task, classifier, heldout = prepare(parser, args)
+        trainer, history = train_classifier(
+            args, run_state, classifier, task["sources"]["train"], heldout["validation"]
+        )
+        trainer = local_copy(trainer)
+        accuracy = test_and_plot(args, trainer, heldout["test"], task["classes"])
     plot_history(
         history,
         args.output_dir / "training_curves.png",

@@ -326,16 +326,16 @@ def masked_corpus(parser, args, run):
 
 
 def masking(args, tokenizer, num_slots):
-    """`finish(step, rows)` of the train stream: BERT's masking of a batch,
-    drawn from (--seed, step), as (inputs, labels)."""
+    """`finish(step, shard, rows)` of the train stream: BERT's masking of
+    a shard's batch, drawn from (--seed, step, shard), as (inputs, labels)."""
     import numpy as np
 
     from keras_gmlp.utils.text_corpus import mask_tokens
 
     mask_id, size = tokenizer.token_to_id("[MASK]"), tokenizer.vocabulary_size()
 
-    def finish(step, rows):
-        rng = np.random.default_rng([args.seed, step, 1])
+    def finish(step, shard, rows):
+        rng = np.random.default_rng([args.seed, step, 1, shard])
         return mask_tokens(rows, rng, num_slots, mask_id, size)
 
     return finish
@@ -385,12 +385,16 @@ def test_and_plot(args, trainer, history, test, counts):
     """Scores the chosen weights once on the test documents, and draws the
     training curves and the test accuracy by token frequency; returns
     (accuracy, perplexity)."""
+    from _shared.distribute import evaluation_data
+    from _shared.distribute import local_copy
     from _shared.report import plot_history
 
     test_x, test_y = test
+    x, y, weights = evaluation_data(test_x, test_y)
     scores = trainer.evaluate(
-        test_x, test_y, batch_size=256, verbose=0, return_dict=True
+        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
     )
+    trainer = local_copy(trainer)
     plot_history(
         history,
         args.output_dir / "training_curves.png",
@@ -413,12 +417,14 @@ def main(argv=None):
     quiet_tensorflow_logs()
     started = time.time()
     import keras
+    from _shared.distribute import start
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
 
     from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
     from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts
 
+    placement = start(parser, args)
     keras.config.set_dtype_policy(args.dtype_policy)
     output_dir = args.output_dir
     tokenizer, train_source, masked, counts, corpus = masked_corpus(
@@ -426,10 +432,13 @@ def main(argv=None):
     )
     test_y = masked["test"][1]
     unigram = unigram_perplexity_of_counts(counts, test_y, FIRST_WORD_ID)
-    model, trainer, history, initial_scores = train(
-        args, run_state, tokenizer, train_source, masked["validation"]
-    )
-    accuracy, perplexity = test_and_plot(args, trainer, history, masked["test"], counts)
+    with placement.scope():
+        model, trainer, history, initial_scores = train(
+            args, run_state, tokenizer, train_source, masked["validation"]
+        )
+        accuracy, perplexity = test_and_plot(
+            args, trainer, history, masked["test"], counts
+        )
     summary = write_language_model_summary(
         args,
         started,

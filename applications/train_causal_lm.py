@@ -412,12 +412,16 @@ def train(args, run, tokenizer, train_source, validation):
 def evaluate_and_plot(args, trainer, history, heldout):
     """Test perplexity of the chosen weights, the training curves and the
     perplexity by position; returns the perplexity."""
+    from _shared.distribute import evaluation_data
+    from _shared.distribute import local_copy
     from _shared.report import plot_history
 
     heldout_x, heldout_y = heldout
+    x, y, weights = evaluation_data(heldout_x, heldout_y)
     scores = trainer.evaluate(
-        heldout_x, heldout_y, batch_size=256, verbose=0, return_dict=True
+        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
     )
+    trainer = local_copy(trainer)
     plot_history(
         history,
         args.output_dir / "training_curves.png",
@@ -439,11 +443,14 @@ def main(argv=None):
     run_state = open_run(args, MODEL_FLAGS)
     quiet_tensorflow_logs()
     import keras
+    from _shared.distribute import local_copy
+    from _shared.distribute import start
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
 
     from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts
 
+    placement = start(parser, args)
     keras.config.set_dtype_policy(args.dtype_policy)
     output_dir = args.output_dir
     tokenizer, train_source, data, counts, corpus = next_token_corpus(
@@ -451,10 +458,12 @@ def main(argv=None):
     )
     heldout_y = data["test"][1]
     unigram = unigram_perplexity_of_counts(counts, heldout_y, 1)
-    causal_lm, trainer, history, initial_scores = train(
-        args, run_state, tokenizer, train_source, data["validation"]
-    )
-    perplexity = evaluate_and_plot(args, trainer, history, data["test"])
+    with placement.scope():
+        causal_lm, trainer, history, initial_scores = train(
+            args, run_state, tokenizer, train_source, data["validation"]
+        )
+        perplexity = evaluate_and_plot(args, trainer, history, data["test"])
+    causal_lm = local_copy(causal_lm)
     heldout_tokens = int((heldout_y > 0).sum())
     print(
         f"Test perplexity {perplexity:.2f} over {heldout_tokens} "

@@ -62,27 +62,30 @@ def main(argv=None):
     from _image_classifier import model as image_model
     from _image_classifier import reporting
     from _image_classifier import training
+    from _shared import distribute
 
+    # Before the first computation: the processes join first.
+    placement = distribute.start(parser, args, auto_shard=builder is not None)
     training.prepare_backend(args)
     state = image_model.read_start_weights(parser, args) if args.weights else None
-    distribution = training.set_distribution(parser, args)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")
     data, channels = image_data.load_data(parser, args, builder, state)
-    model, start = image_model.build_model(
-        parser, args, channels, data["classes"], state
-    )
-    batches = image_data.training_batches(args, data, in_memory=builder is None)
-    training.compile_model(model, args, batches["steps_per_epoch"])
-    reporting.print_start(args, model, start, data, batches, distribution)
-    history = training.fit(model, args, batches, run_state)
-    run_facts = {
-        "data": data,
-        "batches": batches,
-        "start": start,
-        "distribution": distribution,
-    }
-    reporting.report(args, model, run_facts, history, started)
+    with placement.scope():
+        model, start = image_model.build_model(
+            parser, args, channels, data["classes"], state
+        )
+        batches = image_data.training_batches(args, data, in_memory=builder is None)
+        training.compile_model(model, args, batches["steps_per_epoch"])
+        reporting.print_start(args, model, start, data, batches, placement.description)
+        history = training.fit(model, args, batches, run_state)
+        run_facts = {
+            "data": data,
+            "batches": batches,
+            "start": start,
+            "distribution": placement.description,
+        }
+        reporting.report(args, model, run_facts, history, started)
     run_state.finish()
 
 

@@ -221,6 +221,24 @@ mesh = keras.distribution.DeviceMesh((len(devices) // 8, 8),
 
 Keep the `"model"` axis within a host (8 devices here): its all-reduces
 run once per block, while the `"batch"` axis communicates once per step.
+
+The programs in `applications/` take the same three facts as flags. Two
+processes on one machine train as two hosts would (on JAX, CPU collectives
+go over gloo); on two hosts, use the first host's address and start one
+command on each. Each process reads its own shards of the input and
+`--batch-size` stays the global batch; only process 0 writes outputs, and
+if one process dies the other stops with one line, and rerunning both
+resumes from the last checkpoint:
+
+```shell
+for i in 0 1; do
+  KERAS_BACKEND=jax python applications/pretrain_mlm.py --distribute data \
+    --coordinator 127.0.0.1:8476 --num-processes 2 --process-id $i &
+done; wait
+```
+
+On TensorFlow, `--coordinator` lists every process's address, process 0
+first (`MultiWorkerMirroredStrategy`, its `TF_CONFIG` written from them).
 """
 
 """

@@ -223,6 +223,7 @@ def make_digits_batches(args, data, image_layers, mixers, classes):
         np.eye(classes, dtype="float32")[labels],
         batch_size=args.batch_size,
         seed=args.seed,
+        share=(args.process_id, args.num_processes),
     )
     if not (image_layers or mixers):
         return batches, batches

@@ -255,21 +255,9 @@ def add_scale_flags(group):
         action="store_true",
         help="train in mixed bfloat16 (the logits stay float32)",
     )
-    group.add_argument(
-        "--distribute",
-        choices=("none", "data", "model"),
-        default="none",
-        help="JAX only: 'data' replicates the model on every device "
-        "(keras.distribution.DataParallel); 'model' also shards the MLPs "
-        "(keras_gmlp.distribution.ModelParallel)",
-    )
-    group.add_argument(
-        "--model-shards",
-        type=positive_int,
-        default=None,
-        help="devices each model is sharded over with --distribute model "
-        "(default: all)",
-    )
+    from _shared.distribute import add_distribute_flags
+
+    add_distribute_flags(group)
 
 
 def parse_args(doc, argv=None):
@@ -290,8 +278,9 @@ def parse_args(doc, argv=None):
         args.epochs = 1
     if args.weights is not None:
         check_weights(parser, args)
-    if args.model_shards is not None and args.distribute != "model":
-        parser.error("--model-shards needs --distribute model")
+    from _shared.distribute import check_distribute_flags
+
+    check_distribute_flags(parser, args)
     if args.data_dir is not None:
         args.data_dir = os.path.expanduser(args.data_dir)
     args.output_dir = str(prepare_output_dir(parser, args.output_dir))

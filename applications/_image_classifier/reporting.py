@@ -78,16 +78,17 @@ def evaluate(model, args, batches):
     """(loss, accuracy, true labels, predicted labels) on the test split."""
     import numpy as np
     from _shared.batches import in_order
+    from _shared.distribute import local_copy
 
     test = batches["test"]
     if batches["in_memory"]:
         test_batches = in_order(*test, args.batch_size)
         loss, accuracy = model.evaluate(test_batches, verbose=0)
-        logits = model.predict(test_batches, verbose=0)
+        logits = local_copy(model).predict(test_batches, verbose=0)
         true_labels = batches["test_labels"]
     else:
         loss, accuracy = model.evaluate(test, verbose=0)
-        logits = model.predict(test, verbose=0)
+        logits = local_copy(model).predict(test, verbose=0)
         true_labels = np.concatenate(
             [np.argmax(y, -1) for _, y in test.as_numpy_iterator()]
         )

@@ -1,45 +1,6 @@
-"""The image program's training: the backend's set-up, the distribution
-over devices, the optimiser and its learning-rate schedule, and the fit."""
-
-
-def set_distribution(parser, args):
-    import keras
-
-    if args.distribute == "none":
-        return None
-    if keras.backend.backend() != "jax":
-        parser.error(
-            f"--distribute {args.distribute} runs on the JAX backend "
-            f"(KERAS_BACKEND=jax); this is {keras.backend.backend()}. On "
-            "TensorFlow use a tf.distribute strategy around the model instead"
-        )
-    devices = keras.distribution.list_devices()
-    if args.distribute == "data":
-        replicas = len(devices)
-        distribution = keras.distribution.DataParallel(devices=devices)
-    else:
-        from keras_gmlp.distribution import ModelParallel
-        from keras_gmlp.distribution import get_layout_map
-
-        shards = args.model_shards or len(devices)
-        if len(devices) % shards:
-            parser.error(
-                f"--model-shards {shards} does not divide the {len(devices)} devices"
-            )
-        replicas = len(devices) // shards
-        mesh = keras.distribution.DeviceMesh(
-            (replicas, shards), ("batch", "model"), devices
-        )
-        distribution = ModelParallel(
-            layout_map=get_layout_map(mesh), batch_dim_name="batch"
-        )
-    if args.batch_size % replicas:
-        parser.error(
-            f"--batch-size {args.batch_size} is not a multiple of the "
-            f"{replicas} data-parallel replicas of --distribute {args.distribute}"
-        )
-    keras.distribution.set_distribution(distribution)
-    return f"{args.distribute} over {len(devices)} devices"
+"""The image program's training: the backend's set-up, the optimiser and
+its learning-rate schedule, and the fit (the distribution over devices and
+processes is _shared.distribute's)."""
 
 
 def learning_rate(args, steps_per_epoch):

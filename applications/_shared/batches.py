@@ -1,8 +1,6 @@
 """Batches whose order (and masks) depend only on the seed and the epoch, so
 a resumed run sees what an uninterrupted one does."""
 
-import math
-
 import keras
 import numpy as np
 
@@ -19,19 +17,25 @@ class EpochSeededBatches(keras.utils.PyDataset):
     batches from the global state) and its `epoch_callback()`. `x` and `y`
     are arrays or (nested) dicts/tuples of arrays with the same first
     dimension.
+
+    `share=(index, count)` gives process `index` of `count` its part of
+    each batch (the batch's rows split into `count` equal parts); a last
+    partial batch that does not split evenly is left out.
     """
 
-    def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True):
+    def __init__(self, x, y=None, batch_size=32, seed=0, shuffle=True, share=(0, 1)):
         super().__init__()
         self.x, self.y = x, y
         self.batch_size = batch_size
         self.seed = seed
         self.shuffle = shuffle
+        self.share = share
         self.size = len(keras.tree.flatten(x)[0])
         self.epoch = 0
 
     def __len__(self):
-        return math.ceil(self.size / self.batch_size)
+        full, rest = divmod(self.size, self.batch_size)
+        return full + (rest > 0 and rest % self.share[1] == 0)
 
     def order(self):
         if not self.shuffle:
@@ -40,6 +44,8 @@ class EpochSeededBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index):
         rows = self.order()[index * self.batch_size : (index + 1) * self.batch_size]
+        part, parts = self.share
+        rows = np.split(rows, parts)[part]
 
         def take(array):
             return np.asarray(array)[rows]

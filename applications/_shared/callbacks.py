@@ -17,12 +17,16 @@ import json
 import math
 import pathlib
 import shutil
+import tempfile
 import zipfile
 
 import keras
 import numpy as np
 
+from .distribute import barrier
 from .files import atomic_path
+from .files import is_writer
+from .files import make_temporary_dir
 from .files import write_text
 from .interrupt import INTERRUPTED
 from .interrupt import TRAINING
@@ -85,6 +89,10 @@ class BestModelSaver(keras.callbacks.Callback):
     `weights_path` too, when given, to be restored after training. The best
     value so far comes from `history`, so a resumed run does not overwrite a
     better model from before the interruption.
+
+    What exists on disk is read once, when it is made: in a multi-process
+    run process 0 writes while the others run, and every process must make
+    the same choices (saving takes part in collectives).
     """
 
     def __init__(
@@ -105,6 +113,8 @@ class BestModelSaver(keras.callbacks.Callback):
         self.mode = mode
         self.save = save
         self.weights_path = weights_path
+        self.saved_model = self.path.exists()
+        self.saved_weights = weights_path is not None and weights_path.exists()
 
     def is_better(self, value, best):
         return value < best if self.mode == "min" else value > best
@@ -119,24 +129,29 @@ class BestModelSaver(keras.callbacks.Callback):
             if e < epoch and self.monitor in row
         ]
         if all(self.is_better(value, best) for best in earlier) or not (
-            self.path.exists()
+            self.saved_model
         ):
             save_model(self.model, self.path, self.save)
+            self.saved_model = True
             if self.weights_path is not None:
                 save_weights(self.model, self.weights_path)
+                self.saved_weights = True
 
 
 def save_weights(model, path):
     """`model.save_weights(path)`, atomically: written in a folder beside
     `path` (Keras wants the name to end in `.weights.h5`), then renamed."""
-    from .files import make_temporary_dir
-
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = make_temporary_dir(path.parent, f".{path.name}-")
+    if is_writer():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_temporary_dir(path.parent, f".{path.name}-")
+    else:
+        # Saving takes part in collectives: the others save to scratch.
+        staging = pathlib.Path(tempfile.mkdtemp())
     try:
         model.save_weights(str(pathlib.Path(staging, path.name)))
-        pathlib.Path(staging, path.name).replace(path)
+        if is_writer():
+            pathlib.Path(staging, path.name).replace(path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -164,9 +179,10 @@ def save_model(model, path, save=None):
             model.save(temporary)
         return
     # A preset is a directory: build it beside the target, then swap it in.
-
-    from .files import make_temporary_dir
-
+    if not is_writer():
+        with tempfile.TemporaryDirectory() as scratch:
+            save(str(pathlib.Path(scratch, path.name)))
+        return
     staging = make_temporary_dir(path.parent, f".{path.name}-")
     try:
         save(str(staging))
@@ -215,9 +231,11 @@ class TrainingBackup(keras.callbacks.Callback):
     training begins. It goes last among the callbacks: an epoch counts as
     done only once its history row and best model are on disk.
 
-    With a `text_stream.BatchStream`, the stream's state at the epoch's
-    end is kept too (`epoch-k.stream/`), and `restore_stream()` puts it
-    back before `fit` takes its first batch.
+    With a `text_stream.BatchStream`, the stream writes its own state at
+    each epoch's end (every process its own, in `stream.snapshots`), and
+    `restore_stream()` puts back the one of the backed-up epoch before
+    `fit` takes its first batch. In a multi-process run only the writing
+    process (`files.is_writer`) keeps the backup.
     """
 
     def __init__(self, backup_dir, stream=None):
@@ -248,29 +266,27 @@ class TrainingBackup(keras.callbacks.Callback):
         return (
             self.backup_dir / f"epoch-{epoch}.weights.h5",
             self.backup_dir / f"epoch-{epoch}.seeds.npz",
-            self.backup_dir / f"epoch-{epoch}.stream",
         )
 
     def restore_stream(self):
-        """Puts the stream where the backed-up epoch left it, if any."""
+        """Puts the stream where the backed-up epoch left it, if any: each
+        process keeps its own stream's states (`BatchStream.snapshots`)."""
         epoch = self.completed_epochs()
         if not epoch or self.stream is None:
             return
-        folder = self.epoch_files(epoch)[2]
+        folder = self.stream.snapshot(epoch * self.stream.period)
         try:
             self.stream.restore(folder)
         except Exception as error:  # TensorFlow's and json's errors vary
             raise damaged(folder, str(error).splitlines()[0] or "unreadable") from None
 
-    def keep_stream_state(self, epoch):
-        """Moves the stream's state at the end of `epoch` (1-based) into
-        the backup, and drops the states of earlier steps."""
-        step = epoch * self.stream.period
-        folder = self.epoch_files(epoch)[2]
-        shutil.rmtree(folder, ignore_errors=True)
-        self.stream.snapshot(step).rename(folder)
+    def drop_stream_states(self, epoch):
+        """Drops this process's stream states before the end of `epoch - 1`
+        (1-based): until `latest` says `epoch`, the last one may be needed,
+        and another process may still be writing `latest`."""
+        keep_from = (epoch - 1) * self.stream.period
         for path in self.stream.snapshots.glob("step-*"):
-            if int(path.name.split("-")[1]) <= step:
+            if int(path.name.split("-")[1]) < keep_from:
                 shutil.rmtree(path, ignore_errors=True)
 
     def seed_states(self):
@@ -283,7 +299,7 @@ class TrainingBackup(keras.callbacks.Callback):
         epoch = self.completed_epochs()
         if not epoch:
             return
-        weights_path, seeds_path, _ = self.epoch_files(epoch)
+        weights_path, seeds_path = self.epoch_files(epoch)
         load_weights(self.model, weights_path)
         states = self.seed_states()
         try:
@@ -312,7 +328,9 @@ class TrainingBackup(keras.callbacks.Callback):
             self.torch_rng_state = None
 
     def on_epoch_end(self, epoch, logs=None):
-        weights_path, seeds_path, stream_path = self.epoch_files(epoch + 1)
+        weights_path, seeds_path = self.epoch_files(epoch + 1)
+        if self.stream is not None:
+            self.drop_stream_states(epoch + 1)
         save_weights(self.model, weights_path)
         arrays = {
             f"state_{index}": keras.ops.convert_to_numpy(variable)
@@ -324,15 +342,9 @@ class TrainingBackup(keras.callbacks.Callback):
             arrays["torch_rng_state"] = torch.get_rng_state().numpy()
         with atomic_path(seeds_path) as temporary:
             np.savez(temporary, **arrays)
-        if self.stream is not None:
-            self.keep_stream_state(epoch + 1)
         write_text(self.latest_path, json.dumps({"epoch": epoch + 1}) + "\n")
         for path in self.backup_dir.glob("epoch-*"):
-            if path in (weights_path, seeds_path, stream_path):
-                continue
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
+            if is_writer() and path not in (weights_path, seeds_path):
                 path.unlink(missing_ok=True)
 
 
@@ -405,6 +417,8 @@ def fit_resumably(
     loads them instead of training again."""
     output_dir = run.output_dir
     run.begin()
+    # The other processes read the backup that process 0 may discard.
+    barrier("begin")
     history = EpochHistory(output_dir / HISTORY_FILE)
     trained_path = output_dir / TRAINED_WEIGHTS
     if run.stage == "trained":
@@ -413,16 +427,10 @@ def fit_resumably(
         return history
     backup = TrainingBackup(output_dir / BACKUP_DIR, stream)
     callbacks = [StopOnInterrupt(), *fit_args.pop("callbacks", ()), history]
-    callbacks.append(
-        BestModelSaver(
-            output_dir / names[0],
-            history,
-            monitor,
-            mode,
-            save,
-            backup.best_weights_path,
-        )
+    best = BestModelSaver(
+        output_dir / names[0], history, monitor, mode, save, backup.best_weights_path
     )
+    callbacks.append(best)
     if patience:
         callbacks.append(EarlyStoppingOnHistory(history, monitor, mode, patience))
     callbacks.append(backup)
@@ -438,12 +446,17 @@ def fit_resumably(
         backup.set_model(model)
         backup.restore()
     save_model(model, output_dir / names[1], save)
-    if backup.best_weights_path.exists():
-        with atomic_path(trained_path) as temporary:
-            shutil.copyfile(backup.best_weights_path, temporary)
+    if best.saved_weights:
+        if is_writer():
+            with atomic_path(trained_path) as temporary:
+                shutil.copyfile(backup.best_weights_path, temporary)
     else:  # no epoch had a finite `monitor`
         save_weights(model, trained_path)
     run.set_stage("trained")
-    shutil.rmtree(backup.backup_dir, ignore_errors=True)
+    if is_writer():
+        shutil.rmtree(backup.backup_dir, ignore_errors=True)
+    if stream is not None:
+        stream.discard_states()
+    barrier("trained")
     load_weights(model, trained_path)
     return history

@@ -1,11 +1,28 @@
 """Files written so that no reader ever sees a half-written one, with the
 permissions the umask gives (0644 files and 0755 folders under umask 022),
-not the owner-only ones of `tempfile.mkstemp` and `mkdtemp`."""
+not the owner-only ones of `tempfile.mkstemp` and `mkdtemp`.
+
+In a multi-process run only process 0 writes outputs (`set_writer`): the
+others run the same code, so that they take part in every computation, and
+their writes go to a scratch folder that is removed.
+"""
 
 import contextlib
 import os
 import pathlib
 import secrets
+import tempfile
+
+_WRITER = [True]
+
+
+def set_writer(writes):
+    """Whether this process's `atomic_path` writes reach their paths."""
+    _WRITER[0] = bool(writes)
+
+
+def is_writer():
+    return _WRITER[0]
 
 
 def _unused_name(parent, prefix, suffix):
@@ -41,8 +58,13 @@ def make_temporary_dir(parent, prefix):
 def atomic_path(path):
     """Yields a temporary path beside `path` with the same suffix (Keras and
     matplotlib choose the format from it); renames it to `path` only if the
-    block succeeds, so readers never see a half-written file."""
+    block succeeds, so readers never see a half-written file. A process
+    that does not write (`set_writer`) gets a scratch path instead."""
     path = pathlib.Path(path)
+    if not is_writer():
+        with tempfile.TemporaryDirectory() as scratch:
+            yield os.path.join(scratch, path.name)
+        return
     temporary = str(reserve_temporary_file(path.parent, f".{path.stem}-", path.suffix))
     try:
         yield temporary

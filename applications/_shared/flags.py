@@ -234,6 +234,8 @@ STEP_RUN_FLAGS = (
     "warmup_steps",
     "save_every",
     "dtype_policy",
+    "num_processes",
+    "input_shards",
 )
 # The corpus flags of the language-model programs, likewise.
 CORPUS_RUN_FLAGS = (
@@ -286,10 +288,16 @@ def add_step_flags(parser):
         help="Keras dtype policy: mixed precision computes in bfloat16 or "
         "float16 with float32 weights",
     )
+    from .distribute import add_distribute_flags
+
+    add_distribute_flags(parser.add_argument_group("devices and hosts"), True)
 
 
 def check_step_flags(parser, args, argv):
     """The step flags' checks that need no data, as flag errors."""
+    from .distribute import check_distribute_flags
+
+    check_distribute_flags(parser, args)
     if args.steps is not None and flag_given(argv, "--epochs"):
         parser.error("--steps and --epochs both set the length of training: give one")
     if args.eval_every and args.save_every and args.eval_every % args.save_every:

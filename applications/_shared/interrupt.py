@@ -1,6 +1,8 @@
 """Ctrl-C in the programs: one line saying how to resume, never a
 traceback (standard library only)."""
 
+import os
+import re
 import shlex
 import signal
 import sys
@@ -15,6 +17,12 @@ import threading
 # code. Elsewhere, and on a second Ctrl-C, the handler raises at once.
 INTERRUPTED = threading.Event()
 TRAINING = threading.Event()
+# (this process's index, the number of processes) of a multi-process run,
+# set by distribute.start. A collective whose peer died fails at once
+# (gloo: "Connection reset by peer"); JAX's distributed runtime would then
+# hold the process at exit for its heartbeat timeout (100 s) and abort.
+PROCESSES = None
+LOST_PEER = re.compile(r"gloo|by peer|heartbeat|socket closed|unavailable", re.I)
 
 
 def _on_interrupt(signum, frame):
@@ -33,6 +41,10 @@ def run(main):
         signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return main()
+    except Exception as error:
+        if PROCESSES is None or not LOST_PEER.search(str(error)):
+            raise
+        _lost_peer(error)
     except KeyboardInterrupt:
         command = shlex.join(["python3", sys.argv[0]] + sys.argv[1:])
         print(
@@ -41,3 +53,19 @@ def run(main):
             file=sys.stderr,
         )
         sys.exit(130)
+
+
+def _lost_peer(error):
+    """One line naming the lost process, then an exit that skips the
+    runtime's shutdown (it would wait for the dead process)."""
+    index, count = PROCESSES
+    lost = f"process {1 - index}" if count == 2 else "another process"
+    reason = str(error).strip().splitlines()[0][:300]
+    print(
+        f"process {index}: lost {lost} of {count} ({reason}). Rerun all {count} "
+        "processes with the same flags to resume from the last checkpoint.",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(1)

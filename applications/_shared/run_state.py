@@ -113,6 +113,10 @@ def read_state(path):
 def discard_run(output_dir):
     """Removes what makes `output_dir` resume: state, backup, history and
     trained weights. The other outputs are overwritten by the new run."""
+    from .files import is_writer
+
+    if not is_writer():
+        return
     for name in (STATE_FILE, HISTORY_FILE, TRAINED_WEIGHTS, BACKUP_DIR):
         path = output_dir / name
         if path.is_dir() and not path.is_symlink():

@@ -23,6 +23,7 @@ import time
 import zlib
 
 import keras
+import numpy as np
 
 from .files import make_temporary_dir
 
@@ -193,8 +194,6 @@ def count(dataset):
 def take_arrays(dataset, limit):
     """The first `limit` elements of a dataset of arrays (or tuples or
     dicts of them), stacked into numpy arrays."""
-    import numpy as np
-
     elements = list(dataset.take(limit).as_numpy_iterator())
     if not elements:
         return None
@@ -205,23 +204,27 @@ class BatchStream:
     """The batches of an endless tf.data stream for `model.fit`, counted in
     steps, with its state saved at the end of each checkpoint period.
 
-    `batches()` is the generator to fit on (with `steps_per_epoch=period`).
-    After it produces the last batch of a period (step `k * period`), it
-    writes the iterator's state (shuffle buffers and position) to
-    `snapshots/step-<k * period>`: Keras may fetch ahead of the step it
-    trains (TensorFlow prefetches), so the state is taken where the period
-    ends, not when the callback runs. `restore(folder)` continues from one.
-    `input_seconds` adds up the time spent taking batches from the stream.
+    The stream gives a tuple of batches, one per input shard this process
+    reads; `batches()` joins them into one batch (this process's share of
+    the global batch) and is the generator to fit on (with
+    `steps_per_epoch=period`). After it produces the last batch of a period
+    (step `k * period`), it writes the iterator's state (shuffle buffers and
+    position) to `snapshots/step-<k * period>`: Keras may fetch ahead of
+    the step it trains (TensorFlow prefetches), so the state is taken where
+    the period ends, not when the callback runs. `restore(folder)`
+    continues from one. `input_seconds` adds up the time spent taking
+    batches from the stream.
 
     Args:
-        dataset: a `tf.data.Dataset` of batches that never ends.
+        dataset: a `tf.data.Dataset` of tuples of batches that never ends.
         period: int, steps per checkpoint period (Keras epoch).
         snapshots: the folder the period ends' states go to.
-        finish: optional function `(step, batch) -> (x, y)` of numpy arrays,
-            for what depends on the step (the masks).
+        finish: optional function `(step, shard, batch) -> (x, y)` of numpy
+            arrays, for what depends on the step (the masks).
+        shards: the input shards' indices, one per element of a tuple.
     """
 
-    def __init__(self, dataset, period, snapshots, finish=None):
+    def __init__(self, dataset, period, snapshots, finish=None, shards=(0,)):
         import tensorflow as tf
 
         self.iterator = iter(dataset)
@@ -229,20 +232,51 @@ class BatchStream:
         self.period = period
         self.snapshots = pathlib.Path(snapshots)
         self.finish = finish
+        self.shards = tuple(shards)
         self.step = 0  # batches taken from the stream
         self.input_seconds = 0.0
+        self.peeked = None
+
+    def peek(self):
+        """The next batch, which `batches()` then gives first (until a
+        `restore` moves the stream)."""
+        if self.peeked is None:
+            self.peeked = self.next_batch()
+        return self.peeked
+
+    def next_batch(self):
+        try:
+            parts = next(self.iterator)
+        except StopIteration:
+            raise ValueError(
+                "the train input ran out: an input shard has no documents "
+                f"(shards {list(self.shards)}); use fewer --input-shards or more "
+                "documents"
+            ) from None
+        parts = [keras.tree.map_structure(lambda t: t.numpy(), p) for p in parts]
+        if self.finish is not None:
+            parts = [self.finish(self.step, s, p) for s, p in zip(self.shards, parts)]
+        return keras.tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
 
     def batches(self):
         while True:
             started = time.perf_counter()
-            batch = keras.tree.map_structure(lambda t: t.numpy(), next(self.iterator))
-            if self.finish is not None:
-                batch = self.finish(self.step, batch)
+            batch, self.peeked = self.peeked or self.next_batch(), None
             self.step += 1
             self.input_seconds += time.perf_counter() - started
             if self.step % self.period == 0:
                 self.save(self.snapshot(self.step))
             yield tuple(batch)
+
+    def discard_states(self):
+        """Removes the saved states (and their folder's parent, once empty:
+        the processes' shared `stream/`)."""
+        shutil.rmtree(self.snapshots, ignore_errors=True)
+        if self.snapshots.parent.name == "stream":
+            try:
+                self.snapshots.parent.rmdir()
+            except OSError:  # another process's states are still there
+                pass
 
     def snapshot(self, step):
         return self.snapshots / f"step-{step}"
@@ -272,9 +306,11 @@ class BatchStream:
     def restore(self, folder):
         """Continues from the state `save` wrote to `folder`."""
         folder = pathlib.Path(folder)
+        taken = self.step + (self.peeked is not None)
+        self.peeked = None
         position = json.loads((folder / "position.json").read_text())
         if position.get("replay"):
-            for _ in range(position["step"] - self.step):
+            for _ in range(position["step"] - taken):
                 next(self.iterator)
         else:
             self.checkpoint.read(str(folder / "iterator")).expect_partial()

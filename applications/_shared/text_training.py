@@ -10,6 +10,8 @@ import keras
 from keras_gmlp.utils import text_corpus
 
 from .callbacks import fit_resumably
+from .distribute import evaluation_data
+from .distribute import training_input
 from .report import fit_verbose
 from .report import write_summary
 
@@ -122,17 +124,38 @@ class StepThroughput(keras.callbacks.Callback):
 def training_stream(args, documents, prepare, finish=None):
     """The train batches of `documents` (a tf.data dataset of texts) as a
     BatchStream: shuffled with --shuffle-buffer from --seed, turned into
-    examples by `prepare`, batched, `finish`ed per step."""
+    examples by `prepare`, batched, `finish`ed per step and shard.
+
+    The documents are dealt round-robin into --input-shards shards; process
+    p reads shards p, p + N, ... of N processes, each giving its part of
+    the global batch, so the global batches do not depend on N. The
+    stream's states go to `<output-dir>/stream/` (a folder per process)."""
     import pathlib
 
-    from .run_state import BACKUP_DIR
+    import tensorflow as tf
+
     from .text_stream import BatchStream
     from .text_stream import train_batches
 
+    shards = args.input_shards
+    owned = range(args.process_id, shards, args.num_processes)
     buffers = (args.shuffle_buffer, args.shuffle_buffer)
-    batches = train_batches(documents, prepare, args.batch_size, args.seed, buffers)
-    snapshots = pathlib.Path(args.output_dir) / BACKUP_DIR / "stream"
-    return BatchStream(batches, args.save_every, snapshots, finish)
+    parts = tuple(
+        train_batches(
+            documents.shard(shards, shard),
+            prepare,
+            args.batch_size // shards,
+            args.seed + shard,
+            buffers,
+        )
+        for shard in owned
+    )
+    snapshots = pathlib.Path(args.output_dir) / "stream"
+    if args.num_processes > 1:
+        snapshots /= f"process-{args.process_id}"
+    return BatchStream(
+        tf.data.Dataset.zip(parts), args.save_every, snapshots, finish, owned
+    )
 
 
 def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="min"):
@@ -162,10 +185,10 @@ def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="m
         names=("best_preset", "final_preset"),
         patience=args.patience,
         stream=stream,
-        x=stream.batches(),
+        x=training_input(stream),
         steps_per_epoch=args.save_every,
         epochs=args.steps // args.save_every,
-        validation_data=validation,
+        validation_data=evaluation_data(*validation),
         validation_freq=args.eval_every // args.save_every,
         callbacks=[StepThroughput(stream, tokens, args.steps)],
         # The stream is shuffled already, from --seed.

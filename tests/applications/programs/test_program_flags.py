@@ -325,3 +325,63 @@ def test_a_finished_run_answers_before_tensorflow_loads(tmp_path):
     assert result.returncode == 0, describe(result)
     assert "holds a finished run" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+MULTI = ["--distribute", "data", "--num-processes", "2"]
+
+
+@pytest.mark.parametrize(
+    "program, flags, reason",
+    [
+        ("pretrain_mlm", MULTI + ["--process-id", "0"], "needs --coordinator"),
+        (
+            "train_causal_lm",
+            MULTI + ["--process-id", "2", "--coordinator", "127.0.0.1:1"],
+            "--process-id 2 must be below --num-processes 2",
+        ),
+        (
+            "finetune_text_classifier",
+            MULTI + ["--process-id", "0", "--coordinator", "localhost"],
+            "HOST:PORT",
+        ),
+        (
+            "pretrain_mlm",
+            MULTI + ["--process-id", "0", "--coordinator", "a:1,b:2,c:3"],
+            "lists 3 addresses",
+        ),
+        (
+            "train_image_classifier",
+            ["--num-processes", "2", "--process-id", "0", "--coordinator", "h:1"],
+            "needs --distribute data",
+        ),
+        (
+            "pretrain_mlm",
+            MULTI
+            + ["--process-id", "1", "--coordinator", "h:1", "--input-shards", "3"],
+            "multiple of --num-processes 2",
+        ),
+        ("pretrain_mlm", ["--input-shards", "3"], "multiple of the 3 input shards"),
+        ("train_image_classifier", ["--model-shards", "2"], "needs --distribute model"),
+    ],
+)
+def test_multi_process_flags_are_checked_together(program, flags, reason, capsys):
+    with pytest.raises(SystemExit) as raised:
+        load_program(program).parse_args(flags + ["--output-dir", "unused"])
+    assert raised.value.code == 2
+    assert reason in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_multi_process_flags_default_to_keras_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_DISTRIBUTION_JOB_ADDRESSES", "10.0.0.1:1234")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "4")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "3")
+    _, args = load_program("pretrain_mlm").parse_args(
+        ["--distribute", "data", "--output-dir", str(tmp_path / "out")]
+    )
+    assert (args.coordinator, args.num_processes, args.process_id) == (
+        "10.0.0.1:1234",
+        4,
+        3,
+    )
+    # One input shard per process, unless given.
+    assert args.input_shards == 4

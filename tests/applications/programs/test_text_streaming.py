@@ -111,11 +111,12 @@ def masked_stream(tmp_path, name, seed=3):
         (8, 16),
     )
 
-    def finish(step, rows):
-        rng = np.random.default_rng([seed, step, 1])
+    def finish(step, shard, rows):
+        rng = np.random.default_rng([seed, step, 1, shard])
         return text_corpus.mask_tokens(rows, rng, 4, 4, len(VOCABULARY))
 
-    return text_stream.BatchStream(batches, 3, tmp_path / name, finish)
+    zipped = tf.data.Dataset.zip((batches,))
+    return text_stream.BatchStream(zipped, 3, tmp_path / name, finish)
 
 
 def test_a_restored_stream_gives_the_same_batches_and_masks(tmp_path):
@@ -195,7 +196,11 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
             program.main(flags + ["--output-dir", str(resumed_dir)])
     latest = json.loads((resumed_dir / "backup" / "latest.json").read_text())
     assert latest == {"epoch": 2}
-    assert (resumed_dir / "backup" / "epoch-2.stream" / "position.json").is_file()
+    # The stream's states at the last two checkpoints (steps 2 and 4).
+    assert sorted(p.name for p in (resumed_dir / "stream").iterdir()) == [
+        "step-2",
+        "step-4",
+    ]
     before = history_rows(resumed_dir)
     resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
     rows = history_rows(resumed_dir)
@@ -204,6 +209,7 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
     # Later rows add the validation columns, empty in these.
     assert [{k: v for k, v in row.items() if v} for row in rows[:2]] == before
     assert rows[-1]["step"] == "6.0" and not (resumed_dir / "backup").exists()
+    assert not (resumed_dir / "stream").exists()
     for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
         np.testing.assert_allclose(resumed[key], summary[key], rtol=1e-5, err_msg=key)
     for resumed, uninterrupted in zip(

@@ -504,11 +504,15 @@ def test_paper_recipe_sets_the_paper_values_and_flags_win(tmp_path):
 
 
 def test_distribute_is_checked_before_training(tmp_path):
-    if keras.backend.backend() == "jax":
+    backend = keras.backend.backend()
+    if backend == "jax":
         # One CPU device: a mesh of 3 model shards cannot be made.
         args, flag = ["--distribute", "model", "--model-shards", "3"], "--model-shards"
+    elif backend == "tensorflow":
+        # The layout map shards with keras.distribution (JAX).
+        args, flag = ["--distribute", "model"], "--distribute model"
     else:
-        args, flag = ["--distribute", "data"], "--distribute"
+        args, flag = ["--distribute", "data"], "JAX and TensorFlow"
     result = run_program(
         PROGRAM, "--fast", *args, "--output-dir", tmp_path, timeout=300
     )

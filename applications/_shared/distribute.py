@@ -1,0 +1,415 @@
+"""Training on several devices and processes: the flags (parsed with the
+standard library only), the backend's set-up, and what each process does.
+
+- JAX: `keras.distribution` (`DataParallel`, or `ModelParallel` with the
+  library's layout map) over every device of every process. Several
+  processes join with `keras.distribution.initialize` (JAX's distributed
+  runtime; on CPUs its collectives run over gloo).
+- TensorFlow: `tf.distribute.MirroredStrategy` over the local devices, or
+  `MultiWorkerMirroredStrategy` across processes (its cluster in
+  `TF_CONFIG`, written from the flags).
+- PyTorch: refused in one line; Keras distributes only JAX and TensorFlow.
+
+Each process reads its own shards of the input and trains on its share of
+every global batch (--batch-size is the global batch). Only process 0
+writes outputs (`files.set_writer`); every process keeps its own input
+position beside the shared checkpoints, so all of them resume together.
+"""
+
+import json
+import os
+import re
+
+DISTRIBUTE_CHOICES = ("none", "data", "model")
+# keras.distribution.initialize reads these when no flag is given.
+ENVIRONMENT = {
+    "coordinator": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+    "process_id": "KERAS_DISTRIBUTION_PROCESS_ID",
+}
+ADDRESS = re.compile(r"^[^\s,:]+:\d{1,5}$")
+
+
+def add_distribute_flags(group, input_shards=False):
+    """--distribute, --model-shards and the multi-process flags (and
+    --input-shards for the programs whose input is a sharded stream)."""
+    from .flags import non_negative_int
+    from .flags import positive_int
+
+    group.add_argument(
+        "--distribute",
+        choices=DISTRIBUTE_CHOICES,
+        default="none",
+        help="JAX or TensorFlow: 'data' replicates the model on every device "
+        "of every process (JAX keras.distribution.DataParallel, TensorFlow "
+        "MirroredStrategy); 'model' (JAX, one process) also shards the MLPs "
+        "(keras_gmlp.distribution.ModelParallel)",
+    )
+    group.add_argument(
+        "--model-shards",
+        type=positive_int,
+        default=None,
+        help="devices each model is sharded over with --distribute model "
+        "(default: all)",
+    )
+    group.add_argument(
+        "--coordinator",
+        help="a multi-process run's HOST:PORT of process 0 (JAX); on "
+        "TensorFlow every process's HOST:PORT, comma-separated, process 0 "
+        f"first (default: ${ENVIRONMENT['coordinator']})",
+    )
+    group.add_argument(
+        "--num-processes",
+        type=positive_int,
+        help=f"processes of a multi-process run (default: "
+        f"${ENVIRONMENT['num_processes']}, else 1)",
+    )
+    group.add_argument(
+        "--process-id",
+        type=non_negative_int,
+        help=f"this process's index, 0 to --num-processes - 1; process 0 "
+        f"writes the outputs (default: ${ENVIRONMENT['process_id']})",
+    )
+    if input_shards:
+        group.add_argument(
+            "--input-shards",
+            type=positive_int,
+            help="shards of the train input, read by the processes in turn; "
+            "a run with the same number trains on the same batches with any "
+            "number of processes (default: one per process)",
+        )
+
+
+def _from_environment(args, name, kind):
+    if getattr(args, name) is None and os.environ.get(ENVIRONMENT[name]):
+        text = os.environ[ENVIRONMENT[name]]
+        try:
+            setattr(args, name, kind(text))
+        except ValueError:
+            return f"${ENVIRONMENT[name]} must be {kind.__name__}; received {text!r}"
+    return None
+
+
+def check_distribute_flags(parser, args):
+    """Fills the multi-process flags in from Keras' environment variables
+    and checks them together; a problem is a flag error."""
+    for name, kind in (
+        ("coordinator", str),
+        ("num_processes", int),
+        ("process_id", int),
+    ):
+        problem = _from_environment(args, name, kind)
+        if problem:
+            parser.error(problem)
+    if args.model_shards is not None and args.distribute != "model":
+        parser.error("--model-shards needs --distribute model")
+    args.num_processes = args.num_processes or 1
+    if args.num_processes > 1:
+        _check_processes(parser, args)
+    else:
+        args.process_id = 0
+    shards = getattr(args, "input_shards", None)
+    if hasattr(args, "input_shards"):
+        args.input_shards = shards = shards or args.num_processes
+        if shards % args.num_processes:
+            parser.error(
+                f"--input-shards {shards} must be a multiple of --num-processes "
+                f"{args.num_processes}: each process reads the same number"
+            )
+    divisor = shards or args.num_processes
+    if args.batch_size is not None and args.batch_size % divisor:
+        parser.error(
+            f"--batch-size {args.batch_size} (the global batch) must be a "
+            f"multiple of the {divisor} " + ("input shards" if shards else "processes")
+        )
+
+
+def _check_processes(parser, args):
+    if args.distribute != "data":
+        parser.error(
+            f"--num-processes {args.num_processes} needs --distribute data "
+            f"(received --distribute {args.distribute}): the processes train "
+            "replicas of one model"
+        )
+    if args.process_id is None or args.coordinator is None:
+        parser.error(
+            "a multi-process run needs --coordinator HOST:PORT and --process-id "
+            "(or their environment variables) in every process"
+        )
+    if args.process_id >= args.num_processes:
+        parser.error(
+            f"--process-id {args.process_id} must be below --num-processes "
+            f"{args.num_processes}"
+        )
+    addresses = args.coordinator.split(",")
+    if not all(ADDRESS.match(a) for a in addresses):
+        parser.error(
+            f"--coordinator takes HOST:PORT[,HOST:PORT...]; received {args.coordinator!r}"
+        )
+    if len(addresses) not in (1, args.num_processes):
+        parser.error(
+            f"--coordinator lists {len(addresses)} addresses: give process 0's, "
+            f"or all {args.num_processes}"
+        )
+
+
+def _fail(parser, backend, args):
+    parser.error(
+        f"--distribute {args.distribute} and several processes run on the JAX "
+        f"and TensorFlow backends; this is {backend} (set KERAS_BACKEND)"
+    )
+
+
+class Placement:
+    """Where a run trains: `process_index` of `num_processes`, and the
+    `scope()` to build and compile the model in (a TensorFlow strategy's;
+    JAX's distribution is global). `description` is None on one device."""
+
+    def __init__(self, process_index, num_processes, description, strategy=None):
+        self.process_index = process_index
+        self.num_processes = num_processes
+        self.description = description
+        self.strategy = strategy
+
+    def scope(self):
+        import contextlib
+
+        return self.strategy.scope() if self.strategy else contextlib.nullcontext()
+
+
+def start(parser, args, auto_shard=False):
+    """Joins the other processes and sets the distribution up, before the
+    first computation; returns the Placement. Refuses a backend that does
+    not distribute, and a --distribute model the devices do not fit.
+
+    With `auto_shard`, Keras gives each JAX process its part of a tf.data
+    input's global batches; otherwise the program feeds each process's own
+    batches."""
+    import keras
+
+    from .files import set_writer
+
+    backend = keras.backend.backend()
+    multi = args.num_processes > 1
+    if args.distribute == "none":
+        return Placement(0, 1, None)
+    if backend not in ("jax", "tensorflow"):
+        _fail(parser, backend, args)
+    if multi:
+        set_writer(args.process_id == 0)
+        from . import interrupt
+
+        interrupt.PROCESSES = (args.process_id, args.num_processes)
+    if backend == "jax":
+        return _start_jax(parser, args, auto_shard)
+    return _start_tensorflow(parser, args)
+
+
+def _start_jax(parser, args, auto_shard):
+    import keras
+
+    if args.num_processes > 1:
+        import jax
+
+        # XLA's CPU client has no collectives across processes without it;
+        # accelerators use their own (NCCL, ICI).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        keras.distribution.initialize(
+            args.coordinator, args.num_processes, args.process_id
+        )
+    devices = keras.distribution.list_devices()
+    if args.distribute == "data":
+        replicas = len(devices)
+        distribution = keras.distribution.DataParallel(
+            devices=devices, auto_shard_dataset=auto_shard or args.num_processes == 1
+        )
+    else:
+        replicas, distribution = _model_parallel(parser, args, devices)
+    _check_replicas(parser, args, replicas)
+    keras.distribution.set_distribution(distribution)
+    return Placement(args.process_id, args.num_processes, _describe(args, len(devices)))
+
+
+def _model_parallel(parser, args, devices):
+    import keras
+
+    from keras_gmlp.distribution import ModelParallel
+    from keras_gmlp.distribution import get_layout_map
+
+    shards = args.model_shards or len(devices)
+    if len(devices) % shards:
+        parser.error(
+            f"--model-shards {shards} does not divide the {len(devices)} devices"
+        )
+    replicas = len(devices) // shards
+    mesh = keras.distribution.DeviceMesh(
+        (replicas, shards), ("batch", "model"), devices
+    )
+    return replicas, ModelParallel(
+        layout_map=get_layout_map(mesh), batch_dim_name="batch"
+    )
+
+
+def _check_replicas(parser, args, replicas):
+    if args.batch_size % replicas:
+        parser.error(
+            f"--batch-size {args.batch_size} is not a multiple of the "
+            f"{replicas} data-parallel replicas of --distribute {args.distribute}"
+        )
+
+
+def _start_tensorflow(parser, args):
+    import tensorflow as tf
+
+    if args.distribute == "model":
+        parser.error(
+            "--distribute model shards with JAX's keras.distribution "
+            "(KERAS_BACKEND=jax); on TensorFlow use --distribute data"
+        )
+    if args.num_processes > 1:
+        addresses = args.coordinator.split(",")
+        if len(addresses) != args.num_processes:
+            parser.error(
+                "on TensorFlow --coordinator lists every process's HOST:PORT "
+                f"({args.num_processes}), process 0 first"
+            )
+        os.environ["TF_CONFIG"] = json.dumps(
+            {
+                "cluster": {"worker": addresses},
+                "task": {"type": "worker", "index": args.process_id},
+            }
+        )
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        devices = tf.config.list_logical_devices(
+            "GPU"
+        ) or tf.config.list_logical_devices("CPU")
+        strategy = tf.distribute.MirroredStrategy([d.name for d in devices])
+    replicas = strategy.num_replicas_in_sync
+    _check_replicas(parser, args, replicas)
+    return Placement(
+        args.process_id, args.num_processes, _describe(args, replicas), strategy
+    )
+
+
+def _describe(args, devices):
+    text = f"{args.distribute} over {devices} devices"
+    if args.num_processes > 1:
+        text += (
+            f" in {args.num_processes} processes (this is process {args.process_id})"
+        )
+    return text
+
+
+def local_copy(model):
+    """`model` for predictions after a multi-process JAX run: a copy on
+    this process's own devices. A prediction's batch spans every process,
+    and no process can read the others' part of it; the weights, replicated
+    in every process, can be read. Call it after the last distributed
+    computation: the first call ends the distribution (and prints the
+    weights' digest). Other runs get `model` itself."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return model
+    import jax
+
+    if jax.process_count() == 1:
+        return model
+    values = {v.path: keras.ops.convert_to_numpy(v) for v in model.variables}
+    if keras.distribution.distribution() is not None:
+        print_weights_digest(values.values())
+        keras.distribution.set_distribution(None)
+    copy = type(model).from_config(model.get_config())
+    for variable in copy.variables:
+        if variable.path in values:
+            variable.assign(values[variable.path])
+    return copy
+
+
+def print_weights_digest(arrays):
+    """Prints the SHA-256 of this process's copy of the weights: the
+    replicas of a multi-process run must agree to the bit."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    from . import interrupt
+
+    index, count = interrupt.PROCESSES
+    print(f"Process {index} of {count}: weights SHA-256 {digest.hexdigest()[:16]}")
+
+
+def training_input(stream):
+    """What `fit` takes a BatchStream's batches as. A TensorFlow worker of
+    several feeds its own batches, which `MultiWorkerMirroredStrategy` would
+    otherwise take as the global batch and shard again; elsewhere, the
+    generator (JAX: this process's share, without `auto_shard_dataset`)."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return stream.batches()
+    import tensorflow as tf
+
+    strategy = tf.distribute.get_strategy()
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return stream.batches()
+    signature = keras.tree.map_structure(
+        lambda a: tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype)),
+        tuple(stream.peek()),
+    )
+
+    def worker_batches(context):
+        return tf.data.Dataset.from_generator(
+            stream.batches, output_signature=signature
+        )
+
+    return strategy.distribute_datasets_from_function(worker_batches)
+
+
+def barrier(name):
+    """Waits until every process of a multi-process run gets here: where
+    the others read what process 0 has just written."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(name)
+    elif keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        strategy = tf.distribute.get_strategy()
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+
+def evaluation_data(x, y):
+    """`(x, y, sample_weight)` of held-out arrays. On JAX with several
+    local devices, each takes an equal part of every batch, the last one
+    included: the arrays are padded to a multiple of them with copies of
+    the first example, weighted 0 (`sample_weight` is None otherwise)."""
+    import keras
+    import numpy as np
+
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        return x, y, None
+    import jax
+
+    size = len(keras.tree.flatten(x)[0])
+    extra = -size % jax.local_device_count()
+    if not extra:
+        return x, y, None
+
+    def pad(array):
+        array = np.asarray(array)
+        return np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
+
+    weights = np.concatenate([np.ones(size, "float32"), np.zeros(extra, "float32")])
+    return keras.tree.map_structure(pad, x), keras.tree.map_structure(pad, y), weights

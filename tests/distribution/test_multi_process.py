@@ -1,0 +1,219 @@
+"""Multi-process training with real processes on 127.0.0.1, as a
+multi-host job runs: JAX's distributed runtime (gloo collectives on CPU)
+and TensorFlow's MultiWorkerMirroredStrategy.
+
+Each test starts the programs of applications/ as separate processes on
+free local ports, with timeouts. The processes of one run train replicas of
+one model on their own shards of the input; a single process reading the
+same input shards (--input-shards) trains on the same global batches, so
+its weights are the reference.
+"""
+
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+APPLICATIONS = ROOT / "applications"
+# One layer of width 32 on the bundled corpus: a few seconds a step.
+PRETRAIN = ["--fast", "--num-layers", "1", "--save-every", "2"]
+TIMEOUT = 420
+
+pytestmark = pytest.mark.multidevice
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start(program, flags, backend, log):
+    env = dict(
+        os.environ,
+        KERAS_BACKEND=backend,
+        PYTHONPATH=str(ROOT),
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+    env.pop("XLA_FLAGS", None)
+    with open(log, "w") as output:
+        return subprocess.Popen(
+            [sys.executable, str(APPLICATIONS / program), *map(str, flags)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+        )
+
+
+def process_flags(backend, count, index, ports):
+    if backend == "jax":
+        coordinator = f"127.0.0.1:{ports[0]}"
+    else:
+        coordinator = ",".join(f"127.0.0.1:{port}" for port in ports)
+    return [
+        "--distribute",
+        "data",
+        "--num-processes",
+        count,
+        "--process-id",
+        index,
+        "--coordinator",
+        coordinator,
+    ]
+
+
+def start_processes(program, flags, backend, folder, count=2):
+    """Starts `count` processes of one run; returns (processes, logs)."""
+    ports = free_ports(count)
+    logs = [folder / f"process-{index}.log" for index in range(count)]
+    processes = [
+        start(
+            program, flags + process_flags(backend, count, i, ports), backend, logs[i]
+        )
+        for i in range(count)
+    ]
+    return processes, logs
+
+
+def finish(processes, logs, timeout=TIMEOUT):
+    """Waits for every process; returns their logs, all exits 0."""
+    try:
+        for process in processes:
+            process.wait(timeout=timeout)
+    finally:
+        for process in processes:
+            process.kill()
+    texts = [log.read_text() for log in logs]
+    for process, text in zip(processes, texts):
+        assert process.returncode == 0, text[-3000:]
+    return texts
+
+
+def digest(log_text):
+    found = re.findall(r"weights SHA-256 ([0-9a-f]{16})", log_text)
+    assert len(found) == 1, log_text[-2000:]
+    return found[0]
+
+
+def preset_weights(folder, task_class):
+    task = task_class.from_preset(str(folder))
+    return [keras.ops.convert_to_numpy(w) for w in task.weights]
+
+
+def assert_same_weights(first, second):
+    assert len(first) == len(second)
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
+def test_two_processes_pretrain_as_one_on_the_same_batches(tmp_path, backend):
+    from keras_gmlp.models import gMLPMaskedLM
+
+    flags = PRETRAIN + ["--steps", "4", "--eval-every", "4"]
+    two = tmp_path / "two"
+    processes, logs = start_processes(
+        "pretrain_mlm.py", flags + ["--output-dir", two], backend, tmp_path
+    )
+    texts = finish(processes, logs)
+    if backend == "jax":
+        # The replicas agree to the bit.
+        assert digest(texts[0]) == digest(texts[1])
+    # Only process 0 writes.
+    assert (two / "summary.json").is_file()
+    one = tmp_path / "one"
+    single = start(
+        "pretrain_mlm.py",
+        flags + ["--input-shards", "2", "--output-dir", one],
+        backend,
+        tmp_path / "one.log",
+    )
+    finish([single], [tmp_path / "one.log"])
+    assert_same_weights(
+        preset_weights(two / "final_preset", gMLPMaskedLM),
+        preset_weights(one / "final_preset", gMLPMaskedLM),
+    )
+
+
+@pytest.mark.slow
+def test_two_processes_train_the_image_classifier_as_one(tmp_path):
+    # 140 train digits: 5 whole batches of 28, 14 rows a process.
+    flags = ["--fast", "--epochs", "2", "--batch-size", "28"]
+    processes, logs = start_processes(
+        "train_image_classifier.py",
+        flags + ["--output-dir", tmp_path / "two"],
+        "jax",
+        tmp_path,
+    )
+    texts = finish(processes, logs)
+    assert digest(texts[0]) == digest(texts[1])
+    single = start(
+        "train_image_classifier.py",
+        flags + ["--output-dir", tmp_path / "one"],
+        "jax",
+        tmp_path / "one.log",
+    )
+    finish([single], [tmp_path / "one.log"])
+    assert_same_weights(
+        keras.saving.load_model(tmp_path / "two" / "final.keras").get_weights(),
+        keras.saving.load_model(tmp_path / "one" / "final.keras").get_weights(),
+    )
+
+
+def wait_for(path, processes, timeout=TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert all(p.poll() is None for p in processes), "a process ended early"
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_lost_process_stops_the_other_and_a_rerun_resumes(tmp_path):
+    output_dir = tmp_path / "run"
+    flags = PRETRAIN + [
+        "--steps",
+        "12",
+        "--eval-every",
+        "12",
+        "--output-dir",
+        output_dir,
+    ]
+    processes, logs = start_processes("pretrain_mlm.py", flags, "jax", tmp_path)
+    try:
+        # Killed after its first checkpoint: 2 of 12 steps done.
+        wait_for(output_dir / "backup" / "latest.json", processes)
+        processes[1].send_signal(signal.SIGKILL)
+        started = time.monotonic()
+        processes[0].wait(timeout=120)
+        waited = time.monotonic() - started
+    finally:
+        for process in processes:
+            process.kill()
+    assert processes[0].returncode not in (0, None)
+    last_line = logs[0].read_text().strip().splitlines()[-1]
+    assert last_line.startswith("process 0: lost process 1 of 2"), last_line
+    assert "Rerun all 2 processes" in last_line
+    assert waited < 60
+    # Both rerun with the same flags: they resume from the last checkpoint.
+    processes, logs = start_processes("pretrain_mlm.py", flags, "jax", tmp_path)
+    texts = finish(processes, logs)
+    epochs = [int(n) for n in re.findall(r"^Epoch (\d+)/6$", texts[0], re.M)]
+    assert epochs and epochs[0] > 1 and epochs[-1] == 6, epochs
+    rows = (output_dir / "history.csv").read_text().strip().splitlines()
+    assert len(rows) == 1 + 6

@@ -34,25 +34,20 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="steps per run (even)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--backend", default="jax", choices=("jax", "tensorflow"))
     parser.add_argument(
         "--output", default=str(ROOT / "benchmarks" / "multi_process.json")
     )
     return parser.parse_args(argv)
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def run_processes(args, count, folder):
-    """Runs one training with `count` processes; returns its steps/s."""
+    """Runs one training with `count` JAX processes; returns its steps/s."""
     flags = [
         sys.executable,
         str(ROOT / "applications" / "pretrain_mlm.py"),
@@ -67,11 +62,7 @@ def run_processes(args, count, folder):
         "--output-dir",
         str(folder),
     ]
-    ports = free_ports(count)
-    if args.backend == "jax":
-        coordinator = f"127.0.0.1:{ports[0]}"
-    else:
-        coordinator = ",".join(f"127.0.0.1:{p}" for p in ports)
+    coordinator = f"127.0.0.1:{free_port()}"
     commands = [
         flags
         if count == 1
@@ -88,7 +79,7 @@ def run_processes(args, count, folder):
         ]
         for index in range(count)
     ]
-    env = dict(os.environ, KERAS_BACKEND=args.backend, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2")
     processes = [
         subprocess.Popen(c, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for c in commands
@@ -112,7 +103,7 @@ def main(argv=None):
             rates[count].append(rate)
             print(f"repeat {repeat + 1}: {count} process(es): {rate:.2f} steps/s")
     result = {
-        "backend": args.backend,
+        "backend": "jax",
         "steps": args.steps,
         "global_batch": "32 x 64 tokens",
         "cpu_cores": os.cpu_count(),

@@ -237,8 +237,8 @@ for i in 0 1; do
 done; wait
 ```
 
-On TensorFlow, `--coordinator` lists every process's address, process 0
-first (`MultiWorkerMirroredStrategy`, its `TF_CONFIG` written from them).
+The programs run several processes on JAX; on TensorFlow they train in
+one process (`MirroredStrategy`).
 """
 
 """

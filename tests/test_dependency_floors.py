@@ -1,7 +1,7 @@
 """pyproject.toml's floors are the versions CI's floor lane installs.
 
 .ci/floors.txt pins every direct dependency at its floor (`name==version`)
-and CI runs the whole suite with it; a floor raised or lowered in one file
+and CI runs the library's suite with it; a floor raised or lowered in one file
 and not the other would leave the stated floor untested.
 """
 

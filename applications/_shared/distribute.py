@@ -5,9 +5,8 @@ standard library only), the backend's set-up, and what each process does.
   library's layout map) over every device of every process. Several
   processes join with `keras.distribution.initialize` (JAX's distributed
   runtime; on CPUs its collectives run over gloo).
-- TensorFlow: `tf.distribute.MirroredStrategy` over the local devices, or
-  `MultiWorkerMirroredStrategy` across processes (its cluster in
-  `TF_CONFIG`, written from the flags).
+- TensorFlow: `tf.distribute.MirroredStrategy` over the local devices of
+  one process (one replica for the text models, see `_start_tensorflow`).
 - PyTorch: refused in one line; Keras distributes only JAX and TensorFlow.
 
 Each process reads its own shards of the input and trains on its share of
@@ -16,7 +15,6 @@ writes outputs (`files.set_writer`); every process keeps its own input
 position beside the shared checkpoints, so all of them resume together.
 """
 
-import json
 import os
 import re
 
@@ -40,9 +38,9 @@ def add_distribute_flags(group, input_shards=False):
         "--distribute",
         choices=DISTRIBUTE_CHOICES,
         default="none",
-        help="JAX or TensorFlow: 'data' replicates the model on every device "
-        "of every process (JAX keras.distribution.DataParallel, TensorFlow "
-        "MirroredStrategy); 'model' (JAX, one process) also shards the MLPs "
+        help="'data' replicates the model on every device of every process "
+        "(JAX keras.distribution.DataParallel; TensorFlow MirroredStrategy in "
+        "one process); 'model' (JAX, one process) also shards the MLPs "
         "(keras_gmlp.distribution.ModelParallel)",
     )
     group.add_argument(
@@ -54,9 +52,9 @@ def add_distribute_flags(group, input_shards=False):
     )
     group.add_argument(
         "--coordinator",
-        help="a multi-process run's HOST:PORT of process 0 (JAX); on "
-        "TensorFlow every process's HOST:PORT, comma-separated, process 0 "
-        f"first (default: ${ENVIRONMENT['coordinator']})",
+        help="a multi-process run's HOST:PORT of process 0, or every "
+        "process's, comma-separated, process 0 first (JAX; default: "
+        f"${ENVIRONMENT['coordinator']})",
     )
     group.add_argument(
         "--num-processes",
@@ -177,14 +175,15 @@ class Placement:
         return self.strategy.scope() if self.strategy else contextlib.nullcontext()
 
 
-def start(parser, args, auto_shard=False):
+def start(parser, args, auto_shard=False, nested_inputs=True):
     """Joins the other processes and sets the distribution up, before the
     first computation; returns the Placement. Refuses a backend that does
     not distribute, and a --distribute model the devices do not fit.
 
     With `auto_shard`, Keras gives each JAX process its part of a tf.data
     input's global batches; otherwise the program feeds each process's own
-    batches."""
+    batches. `nested_inputs` (a dict of inputs, as the text models take)
+    limits TensorFlow to one replica."""
     import keras
 
     from .files import set_writer
@@ -202,7 +201,7 @@ def start(parser, args, auto_shard=False):
         interrupt.PROCESSES = (args.process_id, args.num_processes)
     if backend == "jax":
         return _start_jax(parser, args, auto_shard)
-    return _start_tensorflow(parser, args)
+    return _start_tensorflow(parser, args, nested_inputs)
 
 
 def _start_jax(parser, args, auto_shard):
@@ -258,7 +257,7 @@ def _check_replicas(parser, args, replicas):
         )
 
 
-def _start_tensorflow(parser, args):
+def _start_tensorflow(parser, args, nested_inputs):
     import tensorflow as tf
 
     if args.distribute == "model":
@@ -267,25 +266,27 @@ def _start_tensorflow(parser, args):
             "(KERAS_BACKEND=jax); on TensorFlow use --distribute data"
         )
     if args.num_processes > 1:
-        addresses = args.coordinator.split(",")
-        if len(addresses) != args.num_processes:
-            parser.error(
-                "on TensorFlow --coordinator lists every process's HOST:PORT "
-                f"({args.num_processes}), process 0 first"
-            )
-        os.environ["TF_CONFIG"] = json.dumps(
-            {
-                "cluster": {"worker": addresses},
-                "task": {"type": "worker", "index": args.process_id},
-            }
+        # Tried with Keras 3.15: MultiWorkerMirroredStrategy fails in the
+        # same symbolic build (below) for the text models, and a PyDataset
+        # or generator would be sharded again by the strategy.
+        parser.error(
+            f"--num-processes {args.num_processes} runs on JAX "
+            "(KERAS_BACKEND=jax, keras.distribution.initialize); on TensorFlow "
+            "the programs train in one process"
         )
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    else:
-        devices = tf.config.list_logical_devices(
-            "GPU"
-        ) or tf.config.list_logical_devices("CPU")
-        strategy = tf.distribute.MirroredStrategy([d.name for d in devices])
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices(
+        "CPU"
+    )
+    strategy = tf.distribute.MirroredStrategy([d.name for d in devices])
     replicas = strategy.num_replicas_in_sync
+    if nested_inputs and replicas > 1:
+        # keras/src/backend/tensorflow/trainer.py, _maybe_symbolic_build.
+        parser.error(
+            f"--distribute data over {replicas} TensorFlow replicas: Keras' "
+            "TensorFlow trainer cannot yet build a model of several inputs "
+            "under a tf.distribute strategy (it reduces the first batch's "
+            "structure, which strategy.reduce refuses); use KERAS_BACKEND=jax"
+        )
     _check_replicas(parser, args, replicas)
     return Placement(
         args.process_id, args.num_processes, _describe(args, replicas), strategy
@@ -343,33 +344,6 @@ def print_weights_digest(arrays):
     print(f"Process {index} of {count}: weights SHA-256 {digest.hexdigest()[:16]}")
 
 
-def training_input(stream):
-    """What `fit` takes a BatchStream's batches as. A TensorFlow worker of
-    several feeds its own batches, which `MultiWorkerMirroredStrategy` would
-    otherwise take as the global batch and shard again; elsewhere, the
-    generator (JAX: this process's share, without `auto_shard_dataset`)."""
-    import keras
-
-    if keras.backend.backend() != "tensorflow":
-        return stream.batches()
-    import tensorflow as tf
-
-    strategy = tf.distribute.get_strategy()
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        return stream.batches()
-    signature = keras.tree.map_structure(
-        lambda a: tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype)),
-        tuple(stream.peek()),
-    )
-
-    def worker_batches(context):
-        return tf.data.Dataset.from_generator(
-            stream.batches, output_signature=signature
-        )
-
-    return strategy.distribute_datasets_from_function(worker_batches)
-
-
 def barrier(name):
     """Waits until every process of a multi-process run gets here: where
     the others read what process 0 has just written."""
@@ -382,12 +356,6 @@ def barrier(name):
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(name)
-    elif keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        strategy = tf.distribute.get_strategy()
-        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
 
 
 def evaluation_data(x, y):
@@ -411,5 +379,8 @@ def evaluation_data(x, y):
         array = np.asarray(array)
         return np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
 
-    weights = np.concatenate([np.ones(size, "float32"), np.zeros(extra, "float32")])
-    return keras.tree.map_structure(pad, x), keras.tree.map_structure(pad, y), weights
+    y = pad(y)
+    real = np.arange(len(y)) < size
+    # One weight per label (per token of a language model's labels).
+    weights = np.broadcast_to(real.reshape(-1, *[1] * (y.ndim - 1)), y.shape)
+    return keras.tree.map_structure(pad, x), y, weights.astype("float32")

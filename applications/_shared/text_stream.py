@@ -235,14 +235,6 @@ class BatchStream:
         self.shards = tuple(shards)
         self.step = 0  # batches taken from the stream
         self.input_seconds = 0.0
-        self.peeked = None
-
-    def peek(self):
-        """The next batch, which `batches()` then gives first (until a
-        `restore` moves the stream)."""
-        if self.peeked is None:
-            self.peeked = self.next_batch()
-        return self.peeked
 
     def next_batch(self):
         try:
@@ -261,7 +253,7 @@ class BatchStream:
     def batches(self):
         while True:
             started = time.perf_counter()
-            batch, self.peeked = self.peeked or self.next_batch(), None
+            batch = self.next_batch()
             self.step += 1
             self.input_seconds += time.perf_counter() - started
             if self.step % self.period == 0:
@@ -306,11 +298,9 @@ class BatchStream:
     def restore(self, folder):
         """Continues from the state `save` wrote to `folder`."""
         folder = pathlib.Path(folder)
-        taken = self.step + (self.peeked is not None)
-        self.peeked = None
         position = json.loads((folder / "position.json").read_text())
         if position.get("replay"):
-            for _ in range(position["step"] - taken):
+            for _ in range(position["step"] - self.step):
                 next(self.iterator)
         else:
             self.checkpoint.read(str(folder / "iterator")).expect_partial()

@@ -11,7 +11,6 @@ from keras_gmlp.utils import text_corpus
 
 from .callbacks import fit_resumably
 from .distribute import evaluation_data
-from .distribute import training_input
 from .report import fit_verbose
 from .report import write_summary
 
@@ -185,7 +184,7 @@ def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="m
         names=("best_preset", "final_preset"),
         patience=args.patience,
         stream=stream,
-        x=training_input(stream),
+        x=stream.batches(),
         steps_per_epoch=args.save_every,
         epochs=args.steps // args.save_every,
         validation_data=evaluation_data(*validation),

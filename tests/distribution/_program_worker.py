@@ -50,7 +50,8 @@ def train(flags, folder):
     # stdout carries only the JSON result.
     with contextlib.redirect_stdout(sys.stderr):
         summary = pretrain_mlm.main(FLAGS + flags + ["--output-dir", str(folder)])
-    losses = [float(row["loss"]) for row in _history(folder)]
+    rows = _history(folder)
+    losses = [float(row["loss"]) for row in rows] + [float(rows[-1]["val_loss"])]
     return summary["heldout_masked_token_perplexity"], losses
 
 

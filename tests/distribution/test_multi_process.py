@@ -1,6 +1,6 @@
 """Multi-process training with real processes on 127.0.0.1, as a
-multi-host job runs: JAX's distributed runtime (gloo collectives on CPU)
-and TensorFlow's MultiWorkerMirroredStrategy.
+multi-host job runs: JAX's distributed runtime (gloo collectives on CPU).
+TensorFlow's programs refuse several processes in one line.
 
 Each test starts the programs of applications/ as separate processes on
 free local ports, with timeouts. The processes of one run train replicas of
@@ -59,11 +59,7 @@ def start(program, flags, backend, log):
         )
 
 
-def process_flags(backend, count, index, ports):
-    if backend == "jax":
-        coordinator = f"127.0.0.1:{ports[0]}"
-    else:
-        coordinator = ",".join(f"127.0.0.1:{port}" for port in ports)
+def process_flags(count, index, port):
     return [
         "--distribute",
         "data",
@@ -72,18 +68,16 @@ def process_flags(backend, count, index, ports):
         "--process-id",
         index,
         "--coordinator",
-        coordinator,
+        f"127.0.0.1:{port}",
     ]
 
 
-def start_processes(program, flags, backend, folder, count=2):
-    """Starts `count` processes of one run; returns (processes, logs)."""
-    ports = free_ports(count)
+def start_processes(program, flags, folder, count=2):
+    """Starts `count` JAX processes of one run; returns (processes, logs)."""
+    (port,) = free_ports(1)
     logs = [folder / f"process-{index}.log" for index in range(count)]
     processes = [
-        start(
-            program, flags + process_flags(backend, count, i, ports), backend, logs[i]
-        )
+        start(program, flags + process_flags(count, i, port), "jax", logs[i])
         for i in range(count)
     ]
     return processes, logs
@@ -121,26 +115,24 @@ def assert_same_weights(first, second):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
-def test_two_processes_pretrain_as_one_on_the_same_batches(tmp_path, backend):
+def test_two_processes_pretrain_as_one_on_the_same_batches(tmp_path):
     from keras_gmlp.models import gMLPMaskedLM
 
     flags = PRETRAIN + ["--steps", "4", "--eval-every", "4"]
     two = tmp_path / "two"
     processes, logs = start_processes(
-        "pretrain_mlm.py", flags + ["--output-dir", two], backend, tmp_path
+        "pretrain_mlm.py", flags + ["--output-dir", two], tmp_path
     )
     texts = finish(processes, logs)
-    if backend == "jax":
-        # The replicas agree to the bit.
-        assert digest(texts[0]) == digest(texts[1])
+    # The replicas agree to the bit.
+    assert digest(texts[0]) == digest(texts[1])
     # Only process 0 writes.
     assert (two / "summary.json").is_file()
     one = tmp_path / "one"
     single = start(
         "pretrain_mlm.py",
         flags + ["--input-shards", "2", "--output-dir", one],
-        backend,
+        "jax",
         tmp_path / "one.log",
     )
     finish([single], [tmp_path / "one.log"])
@@ -157,7 +149,6 @@ def test_two_processes_train_the_image_classifier_as_one(tmp_path):
     processes, logs = start_processes(
         "train_image_classifier.py",
         flags + ["--output-dir", tmp_path / "two"],
-        "jax",
         tmp_path,
     )
     texts = finish(processes, logs)
@@ -194,7 +185,7 @@ def test_a_lost_process_stops_the_other_and_a_rerun_resumes(tmp_path):
         "--output-dir",
         output_dir,
     ]
-    processes, logs = start_processes("pretrain_mlm.py", flags, "jax", tmp_path)
+    processes, logs = start_processes("pretrain_mlm.py", flags, tmp_path)
     try:
         # Killed after its first checkpoint: 2 of 12 steps done.
         wait_for(output_dir / "backup" / "latest.json", processes)
@@ -211,9 +202,19 @@ def test_a_lost_process_stops_the_other_and_a_rerun_resumes(tmp_path):
     assert "Rerun all 2 processes" in last_line
     assert waited < 60
     # Both rerun with the same flags: they resume from the last checkpoint.
-    processes, logs = start_processes("pretrain_mlm.py", flags, "jax", tmp_path)
+    processes, logs = start_processes("pretrain_mlm.py", flags, tmp_path)
     texts = finish(processes, logs)
     epochs = [int(n) for n in re.findall(r"^Epoch (\d+)/6$", texts[0], re.M)]
     assert epochs and epochs[0] > 1 and epochs[-1] == 6, epochs
     rows = (output_dir / "history.csv").read_text().strip().splitlines()
     assert len(rows) == 1 + 6
+
+
+def test_tensorflow_refuses_several_processes_in_one_line(tmp_path):
+    flags = ["--fast", *process_flags(2, 0, 1), "--output-dir", tmp_path / "out"]
+    log = tmp_path / "process.log"
+    process = start("pretrain_mlm.py", flags, "tensorflow", log)
+    process.wait(timeout=TIMEOUT)
+    assert process.returncode == 2
+    assert "--num-processes 2 runs on JAX" in log.read_text().strip().splitlines()[-1]
+    assert not (tmp_path / "out" / "run_state.json").exists()

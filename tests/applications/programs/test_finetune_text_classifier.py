@@ -80,6 +80,9 @@ def test_offline_task_splits_by_module_file():
     assert all(name.split("/")[0] in classes for name in train["files"])
 
 
+# Reading and packing the tasks is tf.data's on every backend; fine-tuning
+# is tested per backend by test_fast_default_writes_outputs.
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "dataset, split, num_classes, segments",
     [("glue/sst2", "validation", 2, 1), ("glue/mnli", "validation_matched", 3, 2)],

@@ -95,6 +95,9 @@ def test_fast_default_writes_outputs():
     assert (output_dir / "spatial_filters.png").stat().st_size > 0
 
 
+# Reading a tensorflow-datasets corpus is tf.data's on every backend; the
+# training after it is tested per backend above.
+@pytest.mark.backend_independent
 def test_tfds_corpus(tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
     program = load_program("pretrain_mlm")

@@ -22,7 +22,9 @@ def _benchmark():
     return module
 
 
+# The harness, not the backend, is what this checks: CI runs it in one lane.
 @pytest.mark.slow
+@pytest.mark.backend_independent
 def test_quick_run_writes_matched_results(tmp_path, capsys):
     # In-process: keras and keras-hub are already imported by the suite.
     _benchmark().main(["--quick", "--output-dir", str(tmp_path)])

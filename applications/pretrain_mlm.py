@@ -390,7 +390,7 @@ def test_and_plot(args, trainer, history, test, counts):
     from _shared.report import plot_history
 
     test_x, test_y = test
-    x, y, weights = evaluation_data(test_x, test_y)
+    x, y, weights = evaluation_data(test_x, test_y, ignored_label=0)
     scores = trainer.evaluate(
         x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
     )

@@ -395,7 +395,7 @@ def train(args, run, tokenizer, train_source, validation):
         args,
         train_source.dataset(),
         lambda documents: token_windows(documents, tokenizer, args.sequence_length + 1),
-        lambda step, rows: inputs_and_labels(rows),
+        lambda step, shard, rows: inputs_and_labels(rows),
     )
     trainer, history, initial_scores = fit_language_model(
         causal_lm,
@@ -417,7 +417,7 @@ def evaluate_and_plot(args, trainer, history, heldout):
     from _shared.report import plot_history
 
     heldout_x, heldout_y = heldout
-    x, y, weights = evaluation_data(heldout_x, heldout_y)
+    x, y, weights = evaluation_data(heldout_x, heldout_y, ignored_label=0)
     scores = trainer.evaluate(
         x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
     )

@@ -358,11 +358,14 @@ def barrier(name):
             multihost_utils.sync_global_devices(name)
 
 
-def evaluation_data(x, y):
+def evaluation_data(x, y, ignored_label=None):
     """`(x, y, sample_weight)` of held-out arrays. On JAX with several
     local devices, each takes an equal part of every batch, the last one
     included: the arrays are padded to a multiple of them with copies of
-    the first example, weighted 0 (`sample_weight` is None otherwise)."""
+    the first example. Their labels are `ignored_label` (a language model's
+    loss and metrics skip it) or, without one, they are weighted 0 (a
+    loss averaged over the batch then counts them; accuracy does not).
+    `sample_weight` is None unless needed."""
     import keras
     import numpy as np
 
@@ -375,12 +378,15 @@ def evaluation_data(x, y):
     if not extra:
         return x, y, None
 
-    def pad(array):
+    def pad(array, value=None):
         array = np.asarray(array)
-        return np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
+        rows = np.repeat(array[:1], extra, axis=0)
+        if value is not None:
+            rows[...] = value
+        return np.concatenate([array, rows])
 
-    y = pad(y)
-    real = np.arange(len(y)) < size
-    # One weight per label (per token of a language model's labels).
-    weights = np.broadcast_to(real.reshape(-1, *[1] * (y.ndim - 1)), y.shape)
-    return keras.tree.map_structure(pad, x), y, weights.astype("float32")
+    x = keras.tree.map_structure(pad, x)
+    if ignored_label is not None:
+        return x, pad(y, ignored_label), None
+    weights = (np.arange(size + extra) < size).astype("float32")
+    return x, pad(y), weights

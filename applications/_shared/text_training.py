@@ -157,14 +157,26 @@ def training_stream(args, documents, prepare, finish=None):
     )
 
 
-def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="min"):
+def fit_task(
+    task,
+    stream,
+    validation,
+    args,
+    run,
+    compile_args,
+    monitor,
+    mode="min",
+    ignored_label=None,
+):
     """Trains the keras-hub `task` for --steps on the `stream`'s batches,
     resumably (`run` is the output directory's RunState): a checkpoint every
     --save-every steps, a validation score every --eval-every, keeping its
     best preset (by `monitor` on the `validation` data) and its final one in
     --output-dir. Returns (trainer, history), the best weights loaded: the
     trainer is a functional model over the task's layers, compiled with
-    `compile_args` (loss and metrics) and `warmup_cosine_adamw`."""
+    `compile_args` (loss and metrics) and `warmup_cosine_adamw`.
+    `ignored_label` is the label the loss skips, if any (see
+    `distribute.evaluation_data`)."""
     # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
     # model over the same layers trains on the stream's batches as they are.
     trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
@@ -187,7 +199,7 @@ def fit_task(task, stream, validation, args, run, compile_args, monitor, mode="m
         x=stream.batches(),
         steps_per_epoch=args.save_every,
         epochs=args.steps // args.save_every,
-        validation_data=evaluation_data(*validation),
+        validation_data=evaluation_data(*validation, ignored_label),
         validation_freq=args.eval_every // args.save_every,
         callbacks=[StepThroughput(stream, tokens, args.steps)],
         # The stream is shuffled already, from --seed.
@@ -215,7 +227,7 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     # Scored before training; a resumed run rebuilds the same seeded start.
     initial_scores = toeplitz_scores(task.backbone)
     trainer, history = fit_task(
-        task, stream, validation, args, run, compile_args, monitor
+        task, stream, validation, args, run, compile_args, monitor, ignored_label=0
     )
     return trainer, history, initial_scores
 

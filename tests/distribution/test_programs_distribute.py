@@ -19,3 +19,4 @@ def test_pretraining_with_distribute_model_shards_as_the_layout_map_says():
     # The train losses of both checkpoint periods, and the validation loss.
     sharded, single = result["losses"]
     np.testing.assert_allclose(sharded, single, rtol=1e-4)
+    np.testing.assert_allclose(*result["perplexities"], rtol=1e-4)

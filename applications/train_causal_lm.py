@@ -433,6 +433,18 @@ def evaluate_and_plot(args, trainer, history, heldout):
     return float(scores["causal_lm_perplexity"])
 
 
+def generate_and_write(args, causal_lm):
+    """The generations of the prompts (--prompt, or the defaults), also
+    written to generations.json."""
+    import keras
+
+    prompts = args.prompt or list(DEFAULT_PROMPTS)
+    keras.utils.set_random_seed(args.seed)
+    generations = generate_all(causal_lm, prompts, args)
+    write_generations(args.output_dir, prompts, generations)
+    return generations
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
     started = time.time()
@@ -463,17 +475,13 @@ def main(argv=None):
             args, run_state, tokenizer, train_source, data["validation"]
         )
         perplexity = evaluate_and_plot(args, trainer, history, data["test"])
-    causal_lm = local_copy(causal_lm)
     heldout_tokens = int((heldout_y > 0).sum())
     print(
         f"Test perplexity {perplexity:.2f} over {heldout_tokens} "
         f"next tokens (unigram baseline {unigram:.2f}).",
         flush=True,
     )
-    prompts = args.prompt or list(DEFAULT_PROMPTS)
-    keras.utils.set_random_seed(args.seed)
-    generations = generate_all(causal_lm, prompts, args)
-    write_generations(output_dir, prompts, generations)
+    generations = generate_and_write(args, local_copy(causal_lm))
     summary = write_language_model_summary(
         args,
         started,

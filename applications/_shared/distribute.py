@@ -325,6 +325,9 @@ def local_copy(model):
     for variable in copy.variables:
         if variable.path in values:
             variable.assign(values[variable.path])
+    if getattr(model, "preprocessor", None) is not None:
+        # Host-side, with assets (a vocabulary) that a config does not hold.
+        copy.preprocessor = model.preprocessor
     return copy
 
 

@@ -134,10 +134,10 @@ def _check_processes(parser, args):
             "a multi-process run needs --coordinator HOST:PORT and --process-id "
             "(or their environment variables) in every process"
         )
-    if args.process_id >= args.num_processes:
+    if not 0 <= args.process_id < args.num_processes:
         parser.error(
-            f"--process-id {args.process_id} must be below --num-processes "
-            f"{args.num_processes}"
+            f"--process-id {args.process_id} must be from 0 to below "
+            f"--num-processes {args.num_processes}"
         )
     addresses = args.coordinator.split(",")
     if not all(ADDRESS.match(a) for a in addresses):
@@ -153,8 +153,9 @@ def _check_processes(parser, args):
 
 def _fail(parser, backend, args):
     parser.error(
-        f"--distribute {args.distribute} and several processes run on the JAX "
-        f"and TensorFlow backends; this is {backend} (set KERAS_BACKEND)"
+        f"--distribute {args.distribute} runs on the JAX and TensorFlow "
+        f"backends (several processes on JAX); this is {backend} (set "
+        "KERAS_BACKEND)"
     )
 
 

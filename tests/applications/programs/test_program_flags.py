@@ -337,7 +337,7 @@ MULTI = ["--distribute", "data", "--num-processes", "2"]
         (
             "train_causal_lm",
             MULTI + ["--process-id", "2", "--coordinator", "127.0.0.1:1"],
-            "--process-id 2 must be below --num-processes 2",
+            "--process-id 2 must be from 0 to below --num-processes 2",
         ),
         (
             "finetune_text_classifier",
@@ -385,3 +385,9 @@ def test_multi_process_flags_default_to_keras_environment(monkeypatch, tmp_path)
     )
     # One input shard per process, unless given.
     assert args.input_shards == 4
+    # The environment's values are checked as the flags are.
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "-1")
+    with pytest.raises(SystemExit):
+        load_program("pretrain_mlm").parse_args(
+            ["--distribute", "data", "--output-dir", str(tmp_path / "out")]
+        )

@@ -196,11 +196,10 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
             program.main(flags + ["--output-dir", str(resumed_dir)])
     latest = json.loads((resumed_dir / "backup" / "latest.json").read_text())
     assert latest == {"epoch": 2}
-    # The stream's states at the last two checkpoints (steps 2 and 4).
-    assert sorted(p.name for p in (resumed_dir / "stream").iterdir()) == [
-        "step-2",
-        "step-4",
-    ]
+    # The stream's states at the last two checkpoints (steps 2 and 4), and
+    # on TensorFlow, whose Keras fetches ahead, maybe the next one's.
+    steps = sorted(int(p.name[5:]) for p in (resumed_dir / "stream").iterdir())
+    assert steps[:2] == [2, 4] and all(step > 4 for step in steps[2:]), steps
     before = history_rows(resumed_dir)
     resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
     rows = history_rows(resumed_dir)

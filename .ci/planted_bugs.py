@@ -160,24 +160,6 @@ BUGS = [
             "tests/applications/programs/test_pretrain_mlm.py::test_fast_default_writes_outputs"
         ],
     ),
-    (
-        "Every process reads the first input shard",
-        "applications/_shared/text_training.py",
-        "documents.shard(shards, shard),",
-        "documents.shard(shards, 0),",
-        [
-            "tests/distribution/test_multi_process.py::test_two_processes_pretrain_as_one_on_the_same_batches"
-        ],
-    ),
-    (
-        "A lost process goes unrecognised (the survivor waits out the runtime)",
-        "applications/_shared/interrupt.py",
-        'r"gloo|by peer|heartbeat|socket closed|unavailable"',
-        'r"no such error"',
-        [
-            "tests/distribution/test_multi_process.py::test_a_lost_process_stops_the_other_and_a_rerun_resumes"
-        ],
-    ),
 ]
 
 only = sys.argv[2:]

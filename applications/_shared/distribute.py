@@ -160,13 +160,11 @@ def _fail(parser, backend, args):
 
 
 class Placement:
-    """Where a run trains: `process_index` of `num_processes`, and the
-    `scope()` to build and compile the model in (a TensorFlow strategy's;
-    JAX's distribution is global). `description` is None on one device."""
+    """Where a run trains: the `scope()` to build and compile the model in
+    (a TensorFlow strategy's; JAX's distribution is global), and its
+    `description`, None on one device."""
 
-    def __init__(self, process_index, num_processes, description, strategy=None):
-        self.process_index = process_index
-        self.num_processes = num_processes
+    def __init__(self, description, strategy=None):
         self.description = description
         self.strategy = strategy
 
@@ -192,7 +190,7 @@ def start(parser, args, auto_shard=False, nested_inputs=True):
     backend = keras.backend.backend()
     multi = args.num_processes > 1
     if args.distribute == "none":
-        return Placement(0, 1, None)
+        return Placement(None)
     if backend not in ("jax", "tensorflow"):
         _fail(parser, backend, args)
     if multi:
@@ -227,7 +225,7 @@ def _start_jax(parser, args, auto_shard):
         replicas, distribution = _model_parallel(parser, args, devices)
     _check_replicas(parser, args, replicas)
     keras.distribution.set_distribution(distribution)
-    return Placement(args.process_id, args.num_processes, _describe(args, len(devices)))
+    return Placement(_describe(args, len(devices)))
 
 
 def _model_parallel(parser, args, devices):
@@ -289,9 +287,7 @@ def _start_tensorflow(parser, args, nested_inputs):
             "structure, which strategy.reduce refuses); use KERAS_BACKEND=jax"
         )
     _check_replicas(parser, args, replicas)
-    return Placement(
-        args.process_id, args.num_processes, _describe(args, replicas), strategy
-    )
+    return Placement(_describe(args, replicas), strategy)
 
 
 def _describe(args, devices):
@@ -342,10 +338,12 @@ def print_weights_digest(arrays):
     digest = hashlib.sha256()
     for array in arrays:
         digest.update(np.ascontiguousarray(array).tobytes())
-    from . import interrupt
+    import jax
 
-    index, count = interrupt.PROCESSES
-    print(f"Process {index} of {count}: weights SHA-256 {digest.hexdigest()[:16]}")
+    print(
+        f"Process {jax.process_index()} of {jax.process_count()}: weights "
+        f"SHA-256 {digest.hexdigest()[:16]}"
+    )
 
 
 def barrier(name):

@@ -365,11 +365,15 @@ def file_task(parser, args):
 
 def packed(preprocessor, examples):
     """`examples` ((texts, label)) through the classifier's preprocessor."""
+    import tensorflow as tf
 
     def pack(texts, label):
         # By keyword: keras-hub reads a bare tuple as (x, y), not as the
         # two segments of a sentence pair.
         x = preprocessor(x=texts[0] if len(texts) == 1 else texts)
+        # As the backbone's input takes it: a tf.distribute strategy
+        # cannot all-reduce a bool padding mask.
+        x["padding_mask"] = tf.cast(x["padding_mask"], "int32")
         return x, label
 
     return examples.map(pack)

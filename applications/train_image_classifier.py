@@ -65,9 +65,7 @@ def main(argv=None):
     from _shared import distribute
 
     # Before the first computation: the processes join first.
-    placement = distribute.start(
-        parser, args, auto_shard=builder is not None, nested_inputs=False
-    )
+    placement = distribute.start(parser, args, auto_shard=builder is not None)
     training.prepare_backend(args)
     state = image_model.read_start_weights(parser, args) if args.weights else None
     if args.mixed_precision:

@@ -16,7 +16,7 @@ your backend already has:
 | Backend | Data parallel | Model parallel | Multi-host |
 | --- | --- | --- | --- |
 | JAX | `keras.distribution.DataParallel` | `keras_gmlp.distribution.ModelParallel` + `get_layout_map` | `keras.distribution.initialize()` |
-| TensorFlow | `tf.distribute.MirroredStrategy`, `TPUStrategy` | not offered (see below) | `MultiWorkerMirroredStrategy`, `TPUStrategy` |
+| TensorFlow | `tf.distribute.MirroredStrategy`, `TPUStrategy` | not offered (see below) | `TPUStrategy` (not `MultiWorkerMirroredStrategy`, see below) |
 | PyTorch | your own `DistributedDataParallel` loop | no | `torchrun` |
 
 With JAX (the default here) this guide runs on 8 *virtual* CPU devices, so
@@ -238,7 +238,7 @@ done; wait
 ```
 
 The programs run several processes on JAX; on TensorFlow they train in
-one process (`MirroredStrategy`).
+one process (`MirroredStrategy` over its devices).
 """
 
 """
@@ -270,7 +270,10 @@ if BACKEND == "tensorflow":
     test_accuracy = train_and_test(model)
 
 """
-These strategies are data-parallel (variables mirrored). Keras' own
+These strategies are data-parallel (variables mirrored). Keras 3.15's
+`fit` fails under `MultiWorkerMirroredStrategy` before its first step
+(keras-team/keras#20585; `tests/distribution/test_multi_process.py` says
+when that changes): train across hosts with JAX. Keras' own
 `keras.distribution` support for TensorFlow (DTensor) is an experimental
 prototype; for sharded variables, use the JAX backend.
 

@@ -409,8 +409,9 @@ def fit_resumably(
     final one (`names`, written with `save` as in `save_model`) in the run's
     folder. Returns the history, with the best weights in `model`.
 
-    With a `text_stream.BatchStream` (fit on its `batches()`), its state is
-    kept with each epoch's backup and restored before a resumed fit.
+    With a `text_stream.BatchStream`, fit trains on its `feed()` (no `x`
+    in `fit_args`); its state is kept with each epoch's backup and restored
+    before a resumed fit.
 
     Once trained, the best weights are kept as the run's trained weights
     and the run's stage becomes "trained": a run interrupted after that
@@ -439,7 +440,9 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
-        backup.restore_stream()
+        if stream is not None:
+            backup.restore_stream()
+            fit_args["x"] = stream.feed()
         model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
     else:
         # Trained, but interrupted before its weights were kept.

@@ -6,7 +6,7 @@ standard library only), the backend's set-up, and what each process does.
   processes join with `keras.distribution.initialize` (JAX's distributed
   runtime; on CPUs its collectives run over gloo).
 - TensorFlow: `tf.distribute.MirroredStrategy` over the local devices of
-  one process (one replica for the text models, see `_start_tensorflow`).
+  one process (several processes: see `_start_tensorflow`).
 - PyTorch: refused in one line; Keras distributes only JAX and TensorFlow.
 
 Each process reads its own shards of the input and trains on its share of
@@ -174,15 +174,14 @@ class Placement:
         return self.strategy.scope() if self.strategy else contextlib.nullcontext()
 
 
-def start(parser, args, auto_shard=False, nested_inputs=True):
+def start(parser, args, auto_shard=False):
     """Joins the other processes and sets the distribution up, before the
     first computation; returns the Placement. Refuses a backend that does
     not distribute, and a --distribute model the devices do not fit.
 
     With `auto_shard`, Keras gives each JAX process its part of a tf.data
     input's global batches; otherwise the program feeds each process's own
-    batches. `nested_inputs` (a dict of inputs, as the text models take)
-    limits TensorFlow to one replica."""
+    batches."""
     import keras
 
     from .files import set_writer
@@ -200,7 +199,7 @@ def start(parser, args, auto_shard=False, nested_inputs=True):
         interrupt.PROCESSES = (args.process_id, args.num_processes)
     if backend == "jax":
         return _start_jax(parser, args, auto_shard)
-    return _start_tensorflow(parser, args, nested_inputs)
+    return _start_tensorflow(parser, args)
 
 
 def _start_jax(parser, args, auto_shard):
@@ -256,7 +255,7 @@ def _check_replicas(parser, args, replicas):
         )
 
 
-def _start_tensorflow(parser, args, nested_inputs):
+def _start_tensorflow(parser, args):
     import tensorflow as tf
 
     if args.distribute == "model":
@@ -265,27 +264,23 @@ def _start_tensorflow(parser, args, nested_inputs):
             "(KERAS_BACKEND=jax); on TensorFlow use --distribute data"
         )
     if args.num_processes > 1:
-        # Tried with Keras 3.15: MultiWorkerMirroredStrategy fails in the
-        # same symbolic build (below) for the text models, and a PyDataset
-        # or generator would be sharded again by the strategy.
+        # Keras 3.15's TensorFlow trainer cannot fit under
+        # MultiWorkerMirroredStrategy: before the first step it reduces the
+        # first batch with strategy.reduce, which that strategy refuses for
+        # (x, y) ("Attempt to convert a value (PerReplica...)"), even for a
+        # Sequential model; keras-team/keras#20585, tensorflow#72388.
+        # tests/distribution/test_multi_process.py names it.
         parser.error(
             f"--num-processes {args.num_processes} runs on JAX "
-            "(KERAS_BACKEND=jax, keras.distribution.initialize); on TensorFlow "
-            "the programs train in one process"
+            "(KERAS_BACKEND=jax, keras.distribution.initialize); Keras 3's "
+            "TensorFlow trainer cannot fit under MultiWorkerMirroredStrategy "
+            "(keras-team/keras#20585)"
         )
     devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices(
         "CPU"
     )
     strategy = tf.distribute.MirroredStrategy([d.name for d in devices])
     replicas = strategy.num_replicas_in_sync
-    if nested_inputs and replicas > 1:
-        # keras/src/backend/tensorflow/trainer.py, _maybe_symbolic_build.
-        parser.error(
-            f"--distribute data over {replicas} TensorFlow replicas: Keras' "
-            "TensorFlow trainer cannot yet build a model of several inputs "
-            "under a tf.distribute strategy (it reduces the first batch's "
-            "structure, which strategy.reduce refuses); use KERAS_BACKEND=jax"
-        )
     _check_replicas(parser, args, replicas)
     return Placement(_describe(args, replicas), strategy)
 
@@ -360,23 +355,38 @@ def barrier(name):
             multihost_utils.sync_global_devices(name)
 
 
+def _local_replicas():
+    """The replicas this process feeds: 1 without a distribution."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        if keras.distribution.distribution() is None:
+            return 1
+        import jax
+
+        return jax.local_device_count()
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        # Inside a Placement's scope: its strategy; else the default (1).
+        return tf.distribute.get_strategy().num_replicas_in_sync
+    return 1
+
+
 def evaluation_data(x, y, ignored_label=None):
-    """`(x, y, sample_weight)` of held-out arrays. On JAX with several
-    local devices, each takes an equal part of every batch, the last one
-    included: the arrays are padded to a multiple of them with copies of
-    the first example. Their labels are `ignored_label` (a language model's
-    loss and metrics skip it) or, without one, they are weighted 0 (a
-    loss averaged over the batch then counts them; accuracy does not).
-    `sample_weight` is None unless needed."""
+    """`(x, y, sample_weight)` of held-out arrays. With several local
+    replicas (JAX devices, or a TensorFlow strategy's replicas) each takes
+    an equal part of every batch, the last one included: the arrays are
+    padded to a multiple of them with copies of the first example. Their
+    labels are `ignored_label` (a language model's loss and metrics skip
+    it) or, without one, they are weighted 0 (a loss averaged over the
+    batch then counts them; accuracy does not). `sample_weight` is None
+    unless needed."""
     import keras
     import numpy as np
 
-    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
-        return x, y, None
-    import jax
-
     size = len(keras.tree.flatten(x)[0])
-    extra = -size % jax.local_device_count()
+    extra = -size % _local_replicas()
     if not extra:
         return x, y, None
 

@@ -252,13 +252,34 @@ class BatchStream:
 
     def batches(self):
         while True:
-            started = time.perf_counter()
-            batch = self.next_batch()
-            self.step += 1
-            self.input_seconds += time.perf_counter() - started
-            if self.step % self.period == 0:
-                self.save(self.snapshot(self.step))
-            yield tuple(batch)
+            yield self.take()
+
+    def take(self):
+        """The next batch, counted; the stream's state is saved where a
+        period ends."""
+        started = time.perf_counter()
+        batch = tuple(self.next_batch())
+        self.step += 1
+        self.input_seconds += time.perf_counter() - started
+        if self.step % self.period == 0:
+            self.save(self.snapshot(self.step))
+        return batch
+
+    def feed(self):
+        """What `fit` trains on: `batches()`, or under a tf.distribute
+        strategy a `tf.data.Dataset` of them that rewinds once. Keras'
+        TensorFlow trainer then iterates its input to build the model,
+        drops that iterator and iterates again to train
+        (`_maybe_symbolic_build`): the batches the first iterator took are
+        given again, so training starts where the stream stood."""
+        import tensorflow as tf
+
+        if keras.backend.backend() != "tensorflow" or not tf.distribute.has_strategy():
+            return self.batches()
+        rewind = RewindOnce(self)
+        return tf.data.Dataset.from_generator(
+            rewind.iteration, output_signature=rewind.signature
+        )
 
     def discard_states(self):
         """Removes the saved states (and their folder's parent, once empty:
@@ -305,3 +326,49 @@ class BatchStream:
         else:
             self.checkpoint.read(str(folder / "iterator")).expect_partial()
         self.step = position["step"]
+
+
+class RewindOnce:
+    """A stream's batches for two iterations, the second starting where the
+    first did (`BatchStream.feed`). The first keeps what it takes (past
+    `limit` batches, the second refuses to start); a tf.data thread may still be pulling from it when the
+    second starts, so each take holds a lock."""
+
+    def __init__(self, stream, limit=32):
+        import threading
+
+        import tensorflow as tf
+
+        self.stream = stream
+        self.limit = limit
+        self.start = stream.step
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.taken = [stream.take()]
+        self.signature = keras.tree.map_structure(
+            lambda a: tf.TensorSpec((None, *a.shape[1:]), a.dtype), self.taken[0]
+        )
+
+    def iteration(self):
+        with self.lock:
+            self.calls += 1
+            call = self.calls
+            if call > 2 or len(self.taken) > self.limit:
+                raise RuntimeError(
+                    f"the train stream was iterated {call} times and "
+                    f"{len(self.taken)} batches ahead; it replays at most "
+                    f"{self.limit} batches once"
+                )
+            replay = list(self.taken)
+            if call == 2:
+                self.taken = []
+            self.stream.step = self.start + len(replay)
+        yield from replay
+        while True:
+            with self.lock:
+                if call != self.calls:  # a newer iteration took over
+                    return
+                batch = self.stream.take()
+                if call == 1 and len(self.taken) <= self.limit:
+                    self.taken.append(batch)
+            yield batch

@@ -196,7 +196,6 @@ def fit_task(
         names=("best_preset", "final_preset"),
         patience=args.patience,
         stream=stream,
-        x=stream.batches(),
         steps_per_epoch=args.save_every,
         epochs=args.steps // args.save_every,
         validation_data=evaluation_data(*validation, ignored_label),

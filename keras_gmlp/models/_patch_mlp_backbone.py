@@ -12,6 +12,7 @@ from keras_gmlp.layers._validation import check_batch_not_empty
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.layers._validation import known
+from keras_gmlp.models._lora import LoraTargets
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
 from keras_gmlp.utils._checked_steps import CheckedSteps
 from keras_gmlp.utils.export import CheckedExport
@@ -34,7 +35,9 @@ COMMON_BACKBONE_ARGS_DOC = """        image_shape: `(height, width, channels)` (
         **kwargs: standard `keras.Model` arguments such as `name`."""
 
 
-class PatchMLPImageBackbone(CheckedExport, CheckedSteps, TimmPresetsMixin, Backbone):
+class PatchMLPImageBackbone(
+    CheckedExport, CheckedSteps, TimmPresetsMixin, LoraTargets, Backbone
+):
     """Base of the patch-MLP image backbones; subclasses give the blocks.
 
     The model maps images `(batch, height, width, channels)` (channels

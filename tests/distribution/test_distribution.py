@@ -25,10 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def run_worker(script):
+def run_worker(script, *args):
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
-        [sys.executable, os.path.join(HERE, script)],
+        [sys.executable, os.path.join(HERE, script), *args],
         env=env,
         capture_output=True,
         text=True,

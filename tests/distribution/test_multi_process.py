@@ -1,6 +1,7 @@
 """Multi-process training with real processes on 127.0.0.1, as a
 multi-host job runs: JAX's distributed runtime (gloo collectives on CPU).
-TensorFlow's programs refuse several processes in one line.
+TensorFlow's programs refuse several processes in one line: Keras 3.15 cannot
+fit under MultiWorkerMirroredStrategy (the xfail test below names it).
 
 Each test starts the programs of applications/ as separate processes on
 free local ports, with timeouts. The processes of one run train replicas of
@@ -218,3 +219,36 @@ def test_tensorflow_refuses_several_processes_in_one_line(tmp_path):
     assert process.returncode == 2
     assert "--num-processes 2 runs on JAX" in log.read_text().strip().splitlines()[-1]
     assert not (tmp_path / "out" / "run_state.json").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="Keras 3.15's TensorFlow trainer cannot fit under "
+    "MultiWorkerMirroredStrategy: _maybe_symbolic_build reduces the first "
+    "(x, y) batch with strategy.reduce, which that strategy refuses "
+    "(keras-team/keras#20585). When this passes, let the programs take "
+    "--num-processes on TensorFlow (distribute._start_tensorflow).",
+)
+def test_keras_fits_under_tensorflow_multi_worker_mirrored_strategy(tmp_path):
+    ports = ",".join(map(str, free_ports(2)))
+    worker = pathlib.Path(__file__).parent / "_tf_multi_worker.py"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(worker), str(index), ports],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for index in range(2)
+    ]
+    try:
+        outputs = [p.communicate(timeout=TIMEOUT)[0] for p in processes]
+    finally:
+        for p in processes:
+            p.kill()
+    assert [p.returncode for p in processes] == [0, 0], outputs[0][-2000:]
+    digests = [re.search(r"weights (\w+)", out).group(1) for out in outputs]
+    assert digests[0] == digests[1]

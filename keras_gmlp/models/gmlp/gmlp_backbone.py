@@ -5,6 +5,7 @@ from keras_gmlp import distribution
 from keras_gmlp.layers import gMLPBlock
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.models._lora import LoraTargets
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_input_shapes
 from keras_gmlp.utils.export import CheckedExport
@@ -77,7 +78,7 @@ def _functional_graph(backbone):
 
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
-class gMLPBackbone(CheckedExport, CheckedTextSteps, Backbone):
+class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
     """The gMLP (or aMLP) text encoder of "Pay Attention to MLPs".
 
     Token and segment embeddings are summed (there are no position
@@ -137,6 +138,11 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, Backbone):
     outputs["pooled_output"].shape  # (1, 64)
     ```
     """
+
+    # LoRA adapts the channel projections of every block (and, in aMLP,
+    # the tiny attention's query-key-value and output projections): they
+    # hold nearly all the weights. The spatial weights are n x n, small.
+    LORA_LAYER_NAMES = ("expand", "output", "qkv")
 
     def __init__(
         self,

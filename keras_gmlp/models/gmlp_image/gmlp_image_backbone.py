@@ -59,6 +59,10 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
     ```
     """
 
+    # LoRA adapts the channel projections of every block, which hold nearly
+    # all the weights; the spatial weights act across the patch grid.
+    LORA_LAYER_NAMES = ("expand", "output")
+
     def __init__(
         self,
         patch_size,

@@ -59,6 +59,11 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
     ```
     """
 
+    # LoRA adapts the channel-mixing MLPs, which hold most of the weights;
+    # the token-mixing MLPs act across the patch grid, as gMLP's spatial
+    # weights do, and keep their values.
+    LORA_LAYER_NAMES = ("channel_expand", "channel_output")
+
     def __init__(
         self,
         patch_size,

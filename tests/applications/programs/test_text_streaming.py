@@ -142,6 +142,38 @@ def test_a_restored_stream_gives_the_same_batches_and_masks(tmp_path):
     assert not np.array_equal(other[0]["token_ids"], taken[0][0]["token_ids"])
 
 
+def test_feed_gives_each_iteration_the_batches_from_where_the_stream_stood(tmp_path):
+    """Keras' TensorFlow trainer under a strategy iterates its input to
+    build the model, then again to train: the second iteration starts over,
+    and only the first is recorded. Elsewhere `feed` is the stream itself."""
+    import contextlib
+
+    import tensorflow as tf
+
+    reference = masked_stream(tmp_path, "b").batches()
+    expected = [next(reference) for _ in range(8)]
+    stream = masked_stream(tmp_path, "c")
+    tensorflow = keras.backend.backend() == "tensorflow"
+    scope = (
+        tf.distribute.MirroredStrategy(["/cpu:0"]).scope()
+        if tensorflow
+        else (contextlib.nullcontext())
+    )
+    with scope:
+        fed = stream_dataset = stream.feed()
+    if tensorflow:
+        building = iter(fed)
+        for _ in range(5):
+            next(building)
+        fed = iter(fed)
+    for want in expected:
+        got = keras.tree.map_structure(np.asarray, next(fed))
+        keras.tree.map_structure(np.testing.assert_array_equal, got, want)
+    if tensorflow:  # nothing is kept for a third iteration
+        with pytest.raises(Exception, match="iterated 3 times"):
+            next(iter(stream_dataset))
+
+
 # Three checkpoints, one evaluation (each costs a preset save).
 STEP_FLAGS = ["--fast", "--steps", "6", "--save-every", "2", "--eval-every", "6"]
 

@@ -120,6 +120,14 @@ def _hub_file(preset, file_name, revision):
     ) from None
 
 
+def failure_reason(error):
+    """The first line of what went wrong, with the error's type: Keras'
+    get_file raises a bare `Exception` whose text holds the URL error,
+    and huggingface_hub's errors are long."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {message}".rstrip(": ")
+
+
 def _probe_hub(preset, repo_id, file_name, revision):
     """One request for the file's metadata, without huggingface_hub's
     retries (`hf_hub_download` retries for a minute when nothing is
@@ -132,8 +140,7 @@ def _probe_hub(preset, repo_id, file_name, revision):
         huggingface_hub.get_hf_file_metadata(url, timeout=ETAG_TIMEOUT)
     except Exception as error:
         _raise_hub_error(error, preset, repo_id, file_name, revision)
-        message = str(error).splitlines()[0] if str(error) else ""
-        return f"no network: {type(error).__name__}: {message}".rstrip(": ")
+        return f"no network: {failure_reason(error)}"
     return None
 
 

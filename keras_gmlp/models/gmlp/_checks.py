@@ -6,10 +6,11 @@ known, traced or not) and, through `CheckedSteps`, on every batch of `fit`,
 are range-checked only on values in host memory: the batches of those
 methods (numpy arrays, or tensors that the data pipeline made on the CPU)
 before the step copies them to the device. The forward pass never reads
-them, since that would copy every batch back from the device, so a direct
-call with out-of-range ids is not refused: TensorFlow's and torch's gather
-raise their own error, and JAX's gather fills the row with NaN, so a NaN
-output under JAX points at bad ids. The preprocessors' tokenizers cannot
+them, since that would copy every batch back from the device. A direct
+call checks ids given as numpy arrays or lists (in `__call__`); given as
+device tensors they are not checked: TensorFlow's and torch's gather raise
+their own error, and JAX's gather fills the row with NaN, so a NaN output
+under JAX points at bad ids. The preprocessors' tokenizers cannot
 produce ids outside the vocabulary, and the tasks check at construction
 that the tokenizer fits the backbone.
 """
@@ -201,10 +202,31 @@ def check_input_shapes(inputs, max_sequence_length, owner):
 class CheckedTextSteps(CheckedSteps):
     """`CheckedSteps` for the gMLP text models: each batch's token ids,
     segment ids and padding mask are checked against the backbone (shapes
-    always, id ranges on host values) before the compiled step."""
+    always, id ranges on host values) before the compiled step. A direct
+    call checks the ids given as numpy arrays or lists, as Keras checks a
+    layer's inputs in `__call__`, before they become tensors."""
 
     def check_batch_inputs(self, x):
         backbone = getattr(self, "backbone", self)
         owner = self.__class__.__name__
         check_input_shapes(x, backbone.max_sequence_length, owner)
         check_input_values(x, backbone.vocabulary_size, backbone.num_segments, owner)
+
+    def __call__(self, *args, **kwargs):
+        inputs = args[0] if args else kwargs.get("inputs")
+        if isinstance(inputs, dict):
+            # Tensors are left alone: reading a device tensor's values would
+            # copy it back and synchronise the device.
+            arrays = {
+                name: value
+                for name, value in inputs.items()
+                if isinstance(value, (np.ndarray, np.generic, list, tuple))
+            }
+            backbone = getattr(self, "backbone", self)
+            check_input_values(
+                arrays,
+                backbone.vocabulary_size,
+                backbone.num_segments,
+                self.__class__.__name__,
+            )
+        return super().__call__(*args, **kwargs)

@@ -22,6 +22,8 @@ import re
 
 import keras
 
+from keras_gmlp.utils.preset_files import failure_reason
+
 STAMP_SUFFIX = ".sha256.json"
 
 
@@ -137,7 +139,7 @@ def fetch_pinned_checkpoint(label, entry):
     except Exception as error:
         raise OSError(
             f"Could not download the ImageNet weights of {label} from "
-            f"{origin} ({type(error).__name__}). Without network access, "
+            f"{origin} ({failure_reason(error)}). Without network access, "
             f"download that file elsewhere and save it as {target}; it is "
             "then verified and loaded offline. Or pass a checkpoint's path "
             "as `weights=`."
@@ -158,7 +160,7 @@ def _fetch_release(label, origin, cache_dir, hub_target, repository):
     except Exception as error:
         raise OSError(
             f"Could not download the ImageNet weights of {label} from "
-            f"{origin} ({type(error).__name__}). Without network access, "
+            f"{origin} ({failure_reason(error)}). Without network access, "
             f"download that file elsewhere and save it as {path}, or save "
             f"the `model.safetensors` of https://huggingface.co/{repository} "
             f"as {hub_target}; it is then loaded offline. Or pass a "

@@ -129,9 +129,9 @@ def test_forward_pass_does_not_read_the_ids(make_batch, monkeypatch):
 
 
 def test_ids_out_of_range_are_refused_before_the_step(make_batch):
-    """The batches of fit, evaluate, predict and the *_on_batch methods are
-    range-checked in host memory before any step runs. The weights stay as
-    they were."""
+    """Direct calls and the batches of fit, evaluate, predict and the
+    *_on_batch methods are range-checked in host memory before any step
+    runs. The weights stay as they were."""
     backbone = tiny_backbone()
     masked_lm = gMLPMaskedLM(backbone=backbone, preprocessor=None)
     masked_lm.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
@@ -145,6 +145,13 @@ def test_ids_out_of_range_are_refused_before_the_step(make_batch):
         batch = make_batch(40, batch=2, length=8)
         batch[argument][1, 2] = value
         x = dict(batch, mask_positions=np.array([[1, 2], [0, 3]], dtype="int32"))
+        # A direct call on numpy arrays or lists, of the backbone or a task.
+        with pytest.raises(ValueError, match=message):
+            backbone(batch)
+        with pytest.raises(ValueError, match=message):
+            backbone({k: v.tolist() for k, v in batch.items()})
+        with pytest.raises(ValueError, match=message):
+            masked_lm(x)
         with pytest.raises(ValueError, match=message):
             backbone.predict(batch, verbose=0)
         with pytest.raises(ValueError, match=message):

@@ -8,6 +8,7 @@ import keras
 from keras_gmlp.applications._checked_functional import CheckedFunctional
 from keras_gmlp.applications.weights import IMAGENET_WEIGHTS
 from keras_gmlp.applications.weights import fetch_imagenet_weights
+from keras_gmlp.layers._patch_mlp import block_drop_path_rates
 from keras_gmlp.layers._patch_mlp import check_data_format
 from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.utils.timm.checkpoint import TIMM_SUFFIXES
@@ -62,7 +63,6 @@ def _check_arguments(
     pooling,
     classes,
     classifier_activation,
-    drop_path_rate,
 ):
     _check_weights(weights)
     if weights == "imagenet" and variant not in IMAGENET_WEIGHTS:
@@ -100,14 +100,6 @@ def _check_arguments(
                 "weights, with `include_top=True`; Received: "
                 f"classifier_activation={classifier_activation}"
             )
-    is_number = isinstance(drop_path_rate, (int, float)) and not isinstance(
-        drop_path_rate, bool
-    )
-    if not is_number or not 0.0 <= drop_path_rate < 1.0:
-        raise ValueError(
-            "`drop_path_rate` must be a float in [0, 1). "
-            f"Received: drop_path_rate={drop_path_rate!r}"
-        )
 
 
 def _image_input(
@@ -206,8 +198,8 @@ def build_image_classifier(
         pooling,
         classes,
         classifier_activation,
-        drop_path_rate,
     )
+    block_drop_path_rates(drop_path_rate, num_blocks)
     data_format = check_data_format(data_format)
     inputs, x = _image_input(
         input_tensor, input_shape, default_size, patch_size, weights, data_format
@@ -291,7 +283,8 @@ BUILDER_ARGS_DOC = """Args:
             logits. Only `None` or `"softmax"` with pretrained weights.
         include_preprocessing: whether the model scales `[0, 255]` pixels.
         drop_path_rate: final stochastic depth rate, increasing linearly
-            from 0 over the blocks.{drop_path_note}
+            from 0 over the blocks; or a list of one rate per block (timm
+            gives every block the same rate).{drop_path_note}
         name: name of the model.
         data_format: `"channels_last"` or `"channels_first"`, the layout of
             the images; defaults to `keras.config.image_data_format()`.

@@ -90,6 +90,32 @@ def mixer_block_factory(hidden_dim, tokens_mlp_dim, channels_mlp_dim):
     return make_block
 
 
+def block_drop_path_rates(drop_path_rate, num_blocks):
+    """Each block's stochastic depth rate, checked. A float is the last
+    block's rate of a linear schedule from 0, the recipe of DeiT and of the
+    paper; a list or tuple gives one rate per block. (timm's `MlpMixer`
+    gives every block the same `drop_path_rate`: its conversion passes
+    `[rate] * num_blocks`.)"""
+
+    def is_rate(value):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return number and 0.0 <= value < 1.0
+
+    if isinstance(drop_path_rate, (list, tuple)):
+        rates = list(drop_path_rate)
+        valid = len(rates) == num_blocks and all(map(is_rate, rates))
+    else:
+        valid = is_rate(drop_path_rate)
+        rates = np.linspace(0.0, drop_path_rate, num_blocks) if valid else []
+    if not valid:
+        raise ValueError(
+            "Argument `drop_path_rate` must be a float in [0, 1) (the last "
+            f"block's rate) or a list of {num_blocks} such rates, one per "
+            f"block. Received: drop_path_rate={drop_path_rate!r}"
+        )
+    return [float(rate) for rate in rates]
+
+
 def patch_mlp(
     images,
     make_block,
@@ -108,8 +134,9 @@ def patch_mlp(
         num_blocks: int, the number of blocks.
         hidden_dim: int, the token width.
         patch_size: int, the side of the square patches.
-        drop_path_rate: float, the last block's stochastic depth rate; the
-            rates increase linearly from 0, as in timm.
+        drop_path_rate: float, the last block's stochastic depth rate of
+            a linear schedule from 0; or a list of one rate per block (see
+            `block_drop_path_rates`).
         dtype: dtype policy of the layers.
 
     Returns:
@@ -121,10 +148,10 @@ def patch_mlp(
     stem = PatchEmbedding(patch_size, hidden_dim, dtype=dtype, name="stem")
     grid = stem.grid_shape(images.shape)
     x = stem(images)
-    rates = np.linspace(0.0, drop_path_rate, num_blocks)
+    rates = block_drop_path_rates(drop_path_rate, num_blocks)
     blocks, block_outputs = [], []
     for index in range(num_blocks):
-        block = make_block(index, grid[0] * grid[1], float(rates[index]), dtype)
+        block = make_block(index, grid[0] * grid[1], rates[index], dtype)
         x = block(x)
         blocks.append(block)
         block_outputs.append(x)

@@ -5,12 +5,12 @@ channels-first wrapper, the feature grid and intermediate outputs, and
 import keras
 from keras_hub.models import Backbone
 
+from keras_gmlp.layers._patch_mlp import block_drop_path_rates
 from keras_gmlp.layers._patch_mlp import check_data_format
 from keras_gmlp.layers._patch_mlp import check_image_shape
 from keras_gmlp.layers._patch_mlp import patch_mlp
 from keras_gmlp.layers._validation import check_batch_not_empty
 from keras_gmlp.layers._validation import check_positive_int
-from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.layers._validation import known
 from keras_gmlp.models._lora import LoraTargets
 from keras_gmlp.models._timm_presets import TimmPresetsMixin
@@ -27,7 +27,9 @@ COMMON_BACKBONE_ARGS_DOC = """        image_shape: `(height, width, channels)` (
             width)` with `"channels_first"`), height and width multiples of
             `patch_size`. Defaults to `(224, 224, 3)`.
         drop_path_rate: float in `[0, 1)`, stochastic depth rate of the last
-            block, increasing linearly from 0 over the blocks.
+            block, increasing linearly from 0 over the blocks; or a list of
+            one rate per block. A timm checkpoint's rate goes to every
+            block, as timm's `MlpMixer` applies it.
         data_format: `"channels_last"` or `"channels_first"`; defaults to
             `keras.config.image_data_format()`.
         dtype: string or `keras.DTypePolicy`, the dtype policy of the
@@ -238,5 +240,5 @@ def check_backbone_arguments(
     check_positive_int("num_layers", num_layers)
     for name, value in dims.items():
         check_positive_int(name, value)
-    check_rate("drop_path_rate", drop_path_rate)
+    block_drop_path_rates(drop_path_rate, num_layers)
     check_image_shape(image_shape, patch_size, check_data_format(data_format))

@@ -51,7 +51,9 @@ def apply_shared_model_args(config, model_args):
     if "num_blocks" in model_args:
         config["num_layers"] = model_args["num_blocks"]
     if "drop_path_rate" in model_args:
-        config["drop_path_rate"] = float(model_args["drop_path_rate"])
+        # timm's MlpMixer gives every block this rate (no linear schedule).
+        rate = float(model_args["drop_path_rate"])
+        config["drop_path_rate"] = [rate] * config["num_layers"]
     height, width, channels = config["image_shape"]
     if "img_size" in model_args:
         height, width = _pair(model_args["img_size"], "img_size")

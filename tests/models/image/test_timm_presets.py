@@ -249,3 +249,44 @@ def test_preset_names_download_the_pinned_revision(family, timm_dir, monkeypatch
     monkeypatch.setitem(presets, name, dict(presets[name], timm_revision=revision))
     family_classes(family)["backbone"].from_preset(name)
     assert requests == [("config.json", revision), ("model.safetensors", revision)]
+
+
+def block_rates(backbone):
+    return [
+        block.drop_path.rate
+        for block in backbone.layers
+        if block.name.startswith("blocks_")
+    ]
+
+
+def test_timm_drop_path_rate_goes_to_every_block_as_timm_gives_it(family, tmp_path):
+    """timm's MlpMixer passes its `drop_path_rate` to every block (no linear
+    schedule); the conversion does the same."""
+    golden = np.load(fixture_path(family, ".npz"))
+    model_args = {
+        "patch_size": int(golden["patch_size"]),
+        "num_blocks": int(golden["num_blocks"]),
+        "embed_dim": int(golden["embed_dim"]),
+        "img_size": [int(s) for s in golden["img_size"]],
+        "drop_path_rate": 0.1,
+    }
+    directory = write_timm_directory(family, tmp_path / "timm", model_args=model_args)
+    backbone = family_classes(family)["backbone"].from_preset(directory)
+    np.testing.assert_allclose(block_rates(backbone), [0.1] * model_args["num_blocks"])
+    # The rates survive the config round trip.
+    copy = type(backbone).from_config(backbone.get_config())
+    np.testing.assert_allclose(block_rates(copy), block_rates(backbone))
+
+
+def test_drop_path_rate_is_linear_from_a_float_or_one_per_block_from_a_list(family):
+    from tests.models.image.conftest import small_backbone_kwargs
+
+    backbone_class = family_classes(family)["backbone"]
+    kwargs = small_backbone_kwargs(family)
+    linear = backbone_class(**kwargs, drop_path_rate=0.2)
+    np.testing.assert_allclose(block_rates(linear), [0.0, 0.2])
+    listed = backbone_class(**kwargs, drop_path_rate=[0.3, 0.1])
+    np.testing.assert_allclose(block_rates(listed), [0.3, 0.1])
+    for bad in ([0.1], [0.1, 1.0], "0.1"):
+        with pytest.raises(ValueError, match="a list of 2 such rates, one per block"):
+            backbone_class(**kwargs, drop_path_rate=bad)

@@ -54,6 +54,7 @@ from _shared.flags import fraction
 from _shared.flags import make_parser
 from _shared.flags import non_negative_float
 from _shared.flags import positive_float
+from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.flags import unit_float
 from _shared.interrupt import run
@@ -83,6 +84,7 @@ MODEL_FLAGS = (
     "preset",
     "dataset",
     "dropout",
+    "lora_rank",
     "test_fraction",
     "fast",
     *STEP_RUN_FLAGS,
@@ -119,6 +121,13 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--dropout", type=unit_float, default=0.1, help="dropout on the pooled output"
+    )
+    parser.add_argument(
+        "--lora-rank",
+        type=positive_int,
+        help="fine-tune LoRA factors of this rank on the encoder's channel "
+        "projections (backbone.enable_lora) and the head, the other encoder "
+        "weights frozen (default: every weight trains)",
     )
     parser.add_argument(
         "--test-fraction",
@@ -484,13 +493,22 @@ def load_classifier(args, num_classes):
     from keras_gmlp.models import gMLPTextClassifier
 
     try:
-        return gMLPTextClassifier.from_preset(
+        classifier = gMLPTextClassifier.from_preset(
             str(args.preset), num_classes=num_classes, dropout=args.dropout
         )
     except Exception as error:
         raise SystemExit(
             f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
         ) from None
+    if args.lora_rank:
+        classifier.backbone.enable_lora(args.lora_rank)
+    return classifier
+
+
+def count_trainable(model):
+    import numpy as np
+
+    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
 
 
 def print_task(task, heldout):
@@ -599,6 +617,7 @@ def main(argv=None):
             for part in PARTS
         },
         parameters=int(classifier.count_params()),
+        trainable_parameters=count_trainable(classifier),
         best_preset=str(args.output_dir / "best_preset"),
         final_preset=str(args.output_dir / "final_preset"),
         **training_facts(args, history),

@@ -64,6 +64,40 @@ def test_fast_default_writes_outputs(tmp_path, capsys):
     )
 
 
+def test_lora_rank_trains_the_factors_and_head_only(tmp_path):
+    """--lora-rank: the encoder's weights come out of fine-tuning as the
+    pretrained preset has them, but for the adapted projections (Keras
+    saves a LoRA layer's kernel merged with its factors)."""
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPTextClassifier
+
+    preset = fast_pretraining_dir() / "final_preset"
+    program = load_program("finetune_text_classifier")
+    flags = ["--fast", "--steps", "2", "--save-every", "2", "--eval-every", "2"]
+    summary = program.main(
+        [
+            *flags,
+            "--lora-rank",
+            "2",
+            "--preset",
+            str(preset),
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
+    assert 0 < summary["trainable_parameters"] < summary["parameters"] / 2
+    tuned = gMLPTextClassifier.from_preset(str(tmp_path / "final_preset")).backbone
+    tuned = {w.path: keras.ops.convert_to_numpy(w) for w in tuned.weights}
+    adapted_changed = []
+    for weight in gMLPBackbone.from_preset(str(preset)).weights:
+        before, after = keras.ops.convert_to_numpy(weight), tuned[weight.path]
+        if weight.path.split("/")[-2] in ("expand", "output"):
+            adapted_changed.append(not np.array_equal(before, after))
+        else:
+            np.testing.assert_array_equal(after, before, weight.path)
+    assert any(adapted_changed)
+
+
 def test_offline_task_splits_by_module_file():
     program = load_program("finetune_text_classifier")
     args = types.SimpleNamespace(test_fraction=0.25, fast=False)
@@ -141,6 +175,7 @@ def test_missing_preset_names_the_command(tmp_path):
         (["--epochs", "0"], "--epochs"),
         (["--data-dir", "x"], "--dataset"),
         (["--dropout", "1.5"], "--dropout"),
+        (["--lora-rank", "0"], "--lora-rank"),
     ],
 )
 def test_flag_errors_exit_2(tmp_path, flags, message):

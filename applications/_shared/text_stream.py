@@ -331,8 +331,9 @@ class BatchStream:
 class RewindOnce:
     """A stream's batches for two iterations, the second starting where the
     first did (`BatchStream.feed`). The first keeps what it takes (past
-    `limit` batches, the second refuses to start); a tf.data thread may still be pulling from it when the
-    second starts, so each take holds a lock."""
+    `limit` batches, the second refuses to start). A tf.data thread may
+    still be pulling from the first when the second starts, so each take
+    holds a lock."""
 
     def __init__(self, stream, limit=32):
         import threading

@@ -15,6 +15,7 @@ import numpy as np
 from keras_gmlp.layers import MixerBlock
 from keras_gmlp.layers import PatchEmbedding
 from keras_gmlp.layers import gMLPBlock
+from keras_gmlp.layers._validation import is_rate
 
 
 def check_image_shape(image_shape, patch_size, data_format):
@@ -96,11 +97,6 @@ def block_drop_path_rates(drop_path_rate, num_blocks):
     paper; a list or tuple gives one rate per block. (timm's `MlpMixer`
     gives every block the same `drop_path_rate`: its conversion passes
     `[rate] * num_blocks`.)"""
-
-    def is_rate(value):
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return number and 0.0 <= value < 1.0
-
     if isinstance(drop_path_rate, (list, tuple)):
         rates = list(drop_path_rate)
         valid = len(rates) == num_blocks and all(map(is_rate, rates))

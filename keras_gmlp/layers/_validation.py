@@ -8,9 +8,14 @@ def check_positive_int(name, value):
         )
 
 
-def check_rate(name, value):
+def is_rate(value):
+    """Whether `value` is a number (not a bool) in [0, 1)."""
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not is_number or not 0.0 <= value < 1.0:
+    return is_number and 0.0 <= value < 1.0
+
+
+def check_rate(name, value):
+    if not is_rate(value):
         raise ValueError(
             f"Argument `{name}` must be a float in [0, 1). Received: {name}={value!r}"
         )

@@ -1,10 +1,49 @@
-"""The one home of private Keras and keras-hub names in keras-gmlp.
+"""The one home of private Keras and keras-hub names in keras-gmlp, and of
+the check that keras-hub, an optional dependency, is installed.
 
 Everything else in the library uses public APIs only; tests/test_compat.py
 fails on a private upstream name anywhere but here, and checks each hook
 below, naming it, so an upstream release that changes one is caught at
 once. Each hook says why no public API does the job.
 """
+
+import contextlib
+
+
+@contextlib.contextmanager
+def requires_hub_extra(feature):
+    """Raises one line naming the `hub` extra if the imports inside the
+    block find no keras-hub.
+
+    keras-hub, which brings TensorFlow, is the `hub` extra: a plain install
+    gives the layers and image builders only. Without this, the error would
+    be `No module named 'keras_hub'` from deep in the library, which does
+    not say what to install. A `ModuleNotFoundError` of `keras_hub` raised
+    by an inner block (`import keras_gmlp.models`) is renamed for `feature`.
+
+    Args:
+        feature: the public name that needs keras-hub, e.g.
+            `"keras_gmlp.models"`.
+    """
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        # A module of an installed keras-hub that is missing is another error.
+        if (error.name or "").split(".")[0] != "keras_hub" or _has_keras_hub():
+            raise
+        # The cause would only repeat "No module named 'keras_hub'".
+        raise ModuleNotFoundError(
+            f'{feature} needs keras-hub: pip install "keras-gmlp[hub]"',
+            name="keras_hub",
+        ) from None
+
+
+def _has_keras_hub():
+    try:
+        import keras_hub  # noqa: F401
+    except ModuleNotFoundError as error:
+        return error.name != "keras_hub"
+    return True
 
 
 class BackboneLengthFromPreset:

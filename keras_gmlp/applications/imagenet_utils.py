@@ -1,5 +1,7 @@
 """ImageNet input and output helpers of the image classifiers."""
 
+from keras_gmlp._compat import requires_hub_extra
+
 
 def preprocess_input(x, data_format=None):
     """A placeholder method for backward compatibility.
@@ -31,8 +33,8 @@ def decode_predictions(preds, top=5):
 
     Returns what `keras.applications.imagenet_utils.decode_predictions` does,
     without its download: the class list is keras-hub's built-in ImageNet
-    table (imported on first call), in the class order the timm ImageNet
-    weights use.
+    table (imported on first call; keras-hub is the `hub` extra), in the
+    class order the timm ImageNet weights use.
 
     Args:
         preds: array of shape `(samples, 1000)`.
@@ -54,6 +56,7 @@ def decode_predictions(preds, top=5):
         raise ValueError(
             f"`top` must be an integer in [1, 1000]. Received: top={top!r}"
         )
-    from keras_hub.utils import decode_imagenet_predictions
+    with requires_hub_extra("keras_gmlp.applications.decode_predictions"):
+        from keras_hub.utils import decode_imagenet_predictions
 
     return decode_imagenet_predictions(preds, top=top, include_synset_ids=True)

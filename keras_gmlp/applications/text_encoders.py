@@ -4,9 +4,11 @@
 configurations (Table 4 of Liu et al., 2021) as `gMLPMaskedLM` models, or as
 bare `gMLPBackbone` encoders with `include_top=False`. With the defaults
 (a BERT WordPiece vocabulary of 30,522 tokens, sequences of 128 tokens) the
-parameter counts match the paper's (`GMLP_TEXT_VARIANTS`).
+parameter counts match the paper's (`GMLP_TEXT_VARIANTS`). They need
+keras-hub, the `hub` extra (`pip install "keras-gmlp[hub]"`).
 """
 
+from keras_gmlp._compat import requires_hub_extra
 from keras_gmlp.utils.variants import BACKBONE_ARGUMENTS
 from keras_gmlp.utils.variants import GMLP_TEXT_VARIANTS
 
@@ -84,13 +86,15 @@ def _build_text_encoder(
             "`include_top=True`, or apply the preprocessor to your data. "
             f"Received: include_top={include_top!r}"
         )
+    config = GMLP_TEXT_VARIANTS[variant]
     # keras-hub imports TensorFlow: imported on the first build, so that
-    # `import keras_gmlp.applications` stays light.
-    from keras_gmlp.models import gMLPBackbone
-    from keras_gmlp.models import gMLPMaskedLM
+    # `import keras_gmlp.applications` stays light; without the `hub` extra
+    # the error names the builder.
+    with requires_hub_extra(f"keras_gmlp.applications.{config['builder']}"):
+        from keras_gmlp.models import gMLPBackbone
+        from keras_gmlp.models import gMLPMaskedLM
 
     name = name or variant
-    config = GMLP_TEXT_VARIANTS[variant]
     backbone = gMLPBackbone(
         vocabulary_size=vocabulary_size,
         max_sequence_length=sequence_length,

@@ -8,27 +8,33 @@ importing this package imports keras-hub and, with it, TensorFlow;
 `import keras_gmlp` does not. Importing it registers every class below with
 Keras under its saved name, so `keras.saving.load_model` and
 `from_preset` find them.
+
+keras-hub is the `hub` extra: without it, importing this package raises
+one `ModuleNotFoundError` that names it (`pip install "keras-gmlp[hub]"`).
 """
 
-from keras_gmlp.models.gmlp import CausalLMPerplexity
-from keras_gmlp.models.gmlp import MaskedLMAccuracy
-from keras_gmlp.models.gmlp import MaskedLMPerplexity
-from keras_gmlp.models.gmlp import gMLPBackbone
-from keras_gmlp.models.gmlp import gMLPCausalLM
-from keras_gmlp.models.gmlp import gMLPCausalLMPreprocessor
-from keras_gmlp.models.gmlp import gMLPMaskedLM
-from keras_gmlp.models.gmlp import gMLPMaskedLMPreprocessor
-from keras_gmlp.models.gmlp import gMLPTextClassifier
-from keras_gmlp.models.gmlp import gMLPTextClassifierPreprocessor
-from keras_gmlp.models.gmlp import gMLPTokenizer
-from keras_gmlp.models.gmlp_image import gMLPImageBackbone
-from keras_gmlp.models.gmlp_image import gMLPImageClassifier
-from keras_gmlp.models.gmlp_image import gMLPImageClassifierPreprocessor
-from keras_gmlp.models.gmlp_image import gMLPImageConverter
-from keras_gmlp.models.mlp_mixer import MLPMixerBackbone
-from keras_gmlp.models.mlp_mixer import MLPMixerImageClassifier
-from keras_gmlp.models.mlp_mixer import MLPMixerImageClassifierPreprocessor
-from keras_gmlp.models.mlp_mixer import MLPMixerImageConverter
+from keras_gmlp._compat import requires_hub_extra
+
+with requires_hub_extra("keras_gmlp.models"):
+    from keras_gmlp.models.gmlp import CausalLMPerplexity
+    from keras_gmlp.models.gmlp import MaskedLMAccuracy
+    from keras_gmlp.models.gmlp import MaskedLMPerplexity
+    from keras_gmlp.models.gmlp import gMLPBackbone
+    from keras_gmlp.models.gmlp import gMLPCausalLM
+    from keras_gmlp.models.gmlp import gMLPCausalLMPreprocessor
+    from keras_gmlp.models.gmlp import gMLPMaskedLM
+    from keras_gmlp.models.gmlp import gMLPMaskedLMPreprocessor
+    from keras_gmlp.models.gmlp import gMLPTextClassifier
+    from keras_gmlp.models.gmlp import gMLPTextClassifierPreprocessor
+    from keras_gmlp.models.gmlp import gMLPTokenizer
+    from keras_gmlp.models.gmlp_image import gMLPImageBackbone
+    from keras_gmlp.models.gmlp_image import gMLPImageClassifier
+    from keras_gmlp.models.gmlp_image import gMLPImageClassifierPreprocessor
+    from keras_gmlp.models.gmlp_image import gMLPImageConverter
+    from keras_gmlp.models.mlp_mixer import MLPMixerBackbone
+    from keras_gmlp.models.mlp_mixer import MLPMixerImageClassifier
+    from keras_gmlp.models.mlp_mixer import MLPMixerImageClassifierPreprocessor
+    from keras_gmlp.models.mlp_mixer import MLPMixerImageConverter
 
 __all__ = [
     "CausalLMPerplexity",

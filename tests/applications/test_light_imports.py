@@ -25,3 +25,34 @@ def test_image_applications_import_only_keras_under_jax():
         [sys.executable, "-c", CHECK], env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+MISSING_HUB = """
+import sys
+sys.modules["keras_hub"] = None  # as if the `hub` extra were not installed
+import keras_gmlp.applications
+for load in (
+    lambda: __import__("keras_gmlp.models"),
+    lambda: keras_gmlp.applications.gMLPBase(include_top=False),
+):
+    try:
+        load()
+    except ImportError as error:
+        assert error.__cause__ is None and error.__suppress_context__
+        print(error)
+"""
+
+
+def test_missing_hub_extra_is_one_line_naming_it():
+    """Without keras-hub, `keras_gmlp.models` and the text builders raise
+    one line that says which extra to install; the applications import."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", MISSING_HUB], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    install = 'needs keras-hub: pip install "keras-gmlp[hub]"'
+    assert result.stdout.splitlines() == [
+        f"keras_gmlp.models {install}",
+        f"keras_gmlp.applications.gMLPBase {install}",
+    ]

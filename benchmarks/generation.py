@@ -5,8 +5,12 @@ keras-hub sampler loop, compiled the same way, but recomputes the causal
 forward pass over the whole (padded) sequence for every new token, which is
 what a model without a cache has to do.
 
+Each backend runs twice: on an idle machine, and with another process busy
+on one core (a Python loop), as on a shared machine or beside a training
+job.
+
     python benchmarks/generation.py                 # all three backends
-    python benchmarks/generation.py --quick         # smoke run (CI)
+    python benchmarks/generation.py --quick         # smoke run (CI), idle only
 """
 
 import argparse
@@ -33,6 +37,11 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
+        "--loads",
+        default="idle,busy",
+        help="idle, and/or busy: another process spins on one core meanwhile",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="tiny model, one repeat: checks the harness runs",
@@ -43,6 +52,7 @@ def parse_args(argv=None):
         args.num_layers, args.hidden_dim, args.intermediate_dim = 2, 32, 64
         args.attention_dim, args.max_length = 16, 48
         args.prompt_lengths, args.new_tokens, args.repeats = "8,24", 16, 1
+        args.loads = "idle"
     return args
 
 
@@ -143,58 +153,83 @@ def run_worker(args):
         )
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    if args.worker:
-        run_worker(args)
-        return
-    rows, failed = [], []
+def run_backend(backend, load, argv):
+    """The worker's JSON rows for `backend`, each tagged with `load`;
+    None when it failed."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for backend in args.backends.split(","):
-        env = dict(
-            os.environ,
-            KERAS_BACKEND=backend,
-            PYTHONPATH=os.pathsep.join(
-                [os.path.dirname(here), os.environ.get("PYTHONPATH", "")]
-            ),
-        )
-        command = [sys.executable, os.path.abspath(__file__), "--worker"] + [
-            a for a in (argv if argv is not None else sys.argv[1:])
-        ]
+    env = dict(
+        os.environ,
+        KERAS_BACKEND=backend,
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(here), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
+    command = [sys.executable, os.path.abspath(__file__), "--worker", *argv]
+    spinner = None
+    if load == "busy":
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
         result = subprocess.run(command, env=env, capture_output=True, text=True)
-        if result.returncode:
-            failed.append(backend)
-            print(f"{backend} failed:\n{result.stderr[-3000:]}")
-            continue
-        rows += [
-            json.loads(line)
-            for line in result.stdout.splitlines()
-            if line.startswith("{")
-        ]
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    if result.returncode:
+        print(f"{backend} ({load}) failed:\n{result.stderr[-3000:]}")
+        return None
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line[:1] == "{"]
+    return [dict(row, load=load) for row in rows]
+
+
+def print_table(rows):
     print(
-        f"\n{'backend':<11} {'prompt':>6} {'cached tok/s':>13} {'uncached tok/s':>15} {'ratio':>6} {'same tokens':>12}"
+        f"\n{'backend':<11} {'load':<5} {'prompt':>6} {'cached tok/s':>13} "
+        f"{'uncached tok/s':>15} {'ratio':>6} {'same tokens':>12}"
     )
     speeds = {
-        (r["backend"], r["prompt_length"], r["mode"]): r["tokens_per_second"]
+        (r["backend"], r["load"], r["prompt_length"], r["mode"]): r["tokens_per_second"]
         for r in rows
         if "mode" in r
     }
     for r in rows:
         if "same_tokens" in r:
-            cached = speeds[(r["backend"], r["prompt_length"], "cached")]
-            uncached = speeds[(r["backend"], r["prompt_length"], "uncached")]
+            key = (r["backend"], r["load"], r["prompt_length"])
+            cached, uncached = speeds[(*key, "cached")], speeds[(*key, "uncached")]
             print(
-                f"{r['backend']:<11} {r['prompt_length']:>6} {cached:>13.1f} {uncached:>15.1f} "
-                f"{cached / uncached:>5.1f}x {str(r['same_tokens']):>12}"
+                f"{r['backend']:<11} {r['load']:<5} {r['prompt_length']:>6} "
+                f"{cached:>13.1f} {uncached:>15.1f} {cached / uncached:>5.1f}x "
+                f"{str(r['same_tokens']):>12}"
             )
-    for prompt_length in sorted({r["prompt_length"] for r in rows if "mode" in r}):
-        reference = speeds.get(("jax", prompt_length, "cached"))
-        for backend in ("tensorflow", "torch"):
-            speed = speeds.get((backend, prompt_length, "cached"))
-            if reference and speed:
-                print(
-                    f"prompt {prompt_length}: {backend} cached = {speed / reference:.2f}x JAX"
-                )
+    for (backend, load, prompt_length, mode), speed in speeds.items():
+        reference = speeds.get(("jax", load, prompt_length, mode))
+        if mode == "cached" and backend != "jax" and reference:
+            print(
+                f"prompt {prompt_length}, {load}: {backend} cached = "
+                f"{speed / reference:.2f}x JAX"
+            )
+        idle = speeds.get((backend, "idle", prompt_length, mode))
+        if mode == "cached" and load == "busy" and idle:
+            print(
+                f"prompt {prompt_length}: {backend} cached with a busy core = "
+                f"{speed / idle:.2f}x idle"
+            )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.worker:
+        run_worker(args)
+        return
+    argv = list(argv if argv is not None else sys.argv[1:])
+    rows, failed = [], []
+    for backend in args.backends.split(","):
+        for load in args.loads.split(","):
+            backend_rows = run_backend(backend, load, argv)
+            if backend_rows is None:
+                failed.append(backend)
+            else:
+                rows += backend_rows
+    print_table(rows)
     if failed:
         sys.exit(1)
 

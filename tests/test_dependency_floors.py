@@ -23,12 +23,12 @@ def canonical(name):
 
 def stated_floors():
     """{name: floor} for every requirement of the package and its backend
-    extras that has a `>=` bound."""
+    extras (keras-hub's too) that has a `>=` bound."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     requirements = project["dependencies"] + [
         requirement
-        for extra in ("tensorflow", "jax", "torch")
+        for extra in ("hub", "tensorflow", "jax", "torch")
         for requirement in extras[extra]
     ]
     floors = {}

@@ -12,9 +12,11 @@ new token's gates, keys and values into the caches in place and reads only
 the positions written so far: `slice_update` on PyTorch copies the whole
 cache every step, and the causal mask zeroes every later position anyway.
 
-`gMLPCausalLM.generate` uses it; it owns the caches the decoder updates.
+`gMLPCausalLM.generate` uses it; it owns the caches the decoder updates,
+and decodes inside `TorchDecoder.one_thread()`.
 """
 
+import contextlib
 import math
 
 
@@ -96,6 +98,27 @@ class TorchDecoder:
                     },
                 }
             )
+
+    @staticmethod
+    @contextlib.contextmanager
+    def one_thread():
+        """Runs what it wraps on one PyTorch intra-op thread, then restores
+        the caller's count.
+
+        A decoding step is ~200 ops on a few rows each, too small to split:
+        idle, the 6-block aMLP of benchmarks/generation.py decoded as fast
+        on one thread as on two. Split, each op waits for every thread, so
+        with another process busy on one of 2 cores each op waited a
+        scheduler slice and decoding fell from 518 to 22 tokens/s.
+        """
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
     def __call__(self, token_ids, cache, index):
         """The logits for the tokens at position `index`, updating `cache`.

@@ -1,3 +1,5 @@
+import contextlib
+
 import keras
 import keras_hub
 from keras import ops
@@ -210,16 +212,20 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
                 cache,
             )
 
-        token_ids = self.sampler(
-            next=next,
-            prompt=token_ids,
-            cache=cache,
-            index=index,
-            mask=padding_mask,
-            stop_token_ids=stop_token_ids,
-            hidden_states=hidden_states,
-            model=self,
+        threads = (
+            contextlib.nullcontext() if fast_step is None else fast_step.one_thread()
         )
+        with threads:
+            token_ids = self.sampler(
+                next=next,
+                prompt=token_ids,
+                cache=cache,
+                index=index,
+                mask=padding_mask,
+                stop_token_ids=stop_token_ids,
+                hidden_states=hidden_states,
+                model=self,
+            )
         padding_mask = _generated_padding_mask(token_ids, padding_mask, stop_token_ids)
         return {"token_ids": token_ids, "padding_mask": padding_mask}
 

@@ -131,3 +131,41 @@ def test_fast_step_is_skipped_where_it_would_differ():
     adapted.backbone.gmlp_blocks[0].expand_dense.enable_lora(2)
     for model in (mixed, quantized, adapted):
         assert _fast_step(model) is None
+
+
+def test_decoding_runs_on_one_thread_and_restores_the_callers_count(rng, monkeypatch):
+    """On PyTorch the decoding steps run on one intra-op thread (a busy
+    core stalls every split op) and the caller's thread count comes back,
+    after a failure too. Elsewhere no step is made and nothing changes."""
+    if not TORCH:
+        assert _fast_step(_causal_lm()) is None
+        return
+    import torch
+
+    from keras_gmlp.layers._torch_decoding import TorchDecoder
+
+    threads_seen = []
+    decode = TorchDecoder.__call__
+
+    def recording_call(self, *args):
+        threads_seen.append(torch.get_num_threads())
+        return decode(self, *args)
+
+    monkeypatch.setattr(TorchDecoder, "__call__", recording_call)
+    model = _causal_lm()
+    callers_threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        _greedy(model, _padded_prompts(rng, [2, 5]), "auto")
+        assert threads_seen and set(threads_seen) == {1}
+        assert torch.get_num_threads() == 3
+
+        def failing_call(self, *args):
+            raise RuntimeError("step failed")
+
+        monkeypatch.setattr(TorchDecoder, "__call__", failing_call)
+        with pytest.raises(RuntimeError, match="step failed"):
+            _greedy(model, _padded_prompts(rng, [2, 5]), "auto")
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(callers_threads)

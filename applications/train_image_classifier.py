@@ -11,11 +11,16 @@ The digits are split 70/10/20: the validation split chooses the best epoch
 model once, at the end. Everything is written to --output-dir: best.keras
 (best validation accuracy), final.keras (last epoch), history.csv,
 training_curves.png, confusion_matrix.png, spatial_weights.png (gMLP) or
-token_mixing_units.png (Mixer), summary.json (which split is which) and
-run_state.json. The models output logits. An interrupted run (Ctrl-C, a
-kill) resumes from its last completed epoch, or after training from the
-chosen weights, when rerun with the same --output-dir; a finished one says
-so (--restart trains it again).
+token_mixing_units.png (Mixer), summary.json (which split is which, the
+parameters and how many trained) and run_state.json. The models output
+logits. An interrupted run (Ctrl-C, a kill) resumes from its last completed
+epoch, or after training from the chosen weights, when rerun with the same
+--output-dir; a finished one says so (--restart trains it again).
+
+--lora-rank N fine-tunes --weights with LoRA (keras_gmlp.applications.
+enable_lora): rank-N factors beside the frozen kernels of the blocks'
+channel projections train, with those layers' biases and the head. The
+saved models hold each kernel merged with its factors.
 
 Larger jobs:
 
@@ -25,6 +30,11 @@ Larger jobs:
     # fine-tune timm's ImageNet gMLP-S on CIFAR-10 at 224x224
     python3 applications/train_image_classifier.py --model gmlp_s16 \\
         --weights gmlp_s16_224.safetensors --dataset cifar10 --image-size 224
+    # the same with LoRA: rank-8 factors on the blocks' channel projections,
+    # their biases and the head train, the other weights stay frozen
+    python3 applications/train_image_classifier.py --model gmlp_s16 \\
+        --weights gmlp_s16_224.safetensors --dataset cifar10 --image-size 224 \\
+        --lora-rank 8
 
 Any tensorflow-datasets image-classification dataset works with --dataset.
 Its test split is "test", or "validation" where the test labels are

@@ -115,7 +115,21 @@ def build_classifier(args, input_shape, weights=None, **kwargs):
 
 def build_model(parser, args, channels, classes, state):
     """The classifier with a fresh `classes`-way head (float32 logits), its
-    body (and head, when the classes match) loaded from `state`."""
+    body (and head, when the classes match) loaded from `state`, and with
+    --lora-rank, LoRA factors on the loaded weights: only they, the adapted
+    layers' biases and the head train. Returns (model, how it started)."""
+    model, start = load_classifier(parser, args, channels, classes, state)
+    if args.lora_rank:
+        from keras_gmlp.applications import enable_lora
+
+        # Before compiling, and before a resumed fit restores its backup,
+        # which holds the factors' optimizer state.
+        enable_lora(model, args.lora_rank)
+    return model, start
+
+
+def load_classifier(parser, args, channels, classes, state):
+    """The classifier of `build_model`, before LoRA."""
     import keras
 
     from keras_gmlp.applications import load_timm_weights

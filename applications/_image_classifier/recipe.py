@@ -40,6 +40,7 @@ MODEL_FLAGS = (
     "ffn_ratio",
     "image_size",
     "weights",
+    "lora_rank",
     "drop_path_rate",
     "dataset",
     "fast",
@@ -125,6 +126,17 @@ def add_model_flags(group):
         help="side of the (square) input images; default 16 for the custom "
         "models, 224 for the named ones",
     )
+    add_start_flags(group)
+    group.add_argument(
+        "--drop-path-rate",
+        type=unit_float,
+        default=0.0,
+        help="stochastic depth rate of the last block (linear from 0)",
+    )
+
+
+def add_start_flags(group):
+    """The weights a model starts from, and which of them train."""
     group.add_argument(
         "--weights",
         default=None,
@@ -134,10 +146,13 @@ def add_model_flags(group):
         "classes differ and the spatial weights are resampled to --image-size",
     )
     group.add_argument(
-        "--drop-path-rate",
-        type=unit_float,
-        default=0.0,
-        help="stochastic depth rate of the last block (linear from 0)",
+        "--lora-rank",
+        type=positive_int,
+        default=None,
+        help="fine-tune the --weights with LoRA factors of this rank on the "
+        "blocks' channel projections (keras_gmlp.applications.enable_lora) "
+        "and a trainable head, the other weights frozen (default: every "
+        "weight trains)",
     )
 
 
@@ -278,6 +293,11 @@ def parse_args(doc, argv=None):
         args.epochs = 1
     if args.weights is not None:
         check_weights(parser, args)
+    elif args.lora_rank is not None:
+        parser.error(
+            "--lora-rank: LoRA adapts pretrained weights; pass --weights (a "
+            "checkpoint, or 'imagenet') to start from"
+        )
     from _shared.distribute import check_distribute_flags
 
     check_distribute_flags(parser, args)

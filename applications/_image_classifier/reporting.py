@@ -58,6 +58,13 @@ def plot_model_weights(model, path, mixer):
         figure.savefig(temporary, dpi=150)
 
 
+def count_trainable(model):
+    """The number of values in the weights that training changes."""
+    import numpy as np
+
+    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
+
+
 def print_start(args, model, start, data, batches, distribution):
     """One line on what is about to be trained, on what."""
     import keras
@@ -66,8 +73,10 @@ def print_start(args, model, start, data, batches, distribution):
         f"{batches[f'{part}_size']} {part} ({data[f'{part}_split']})"
         for part in ("train", "validation", "test")
     )
+    lora = f", LoRA rank {args.lora_rank}" if args.lora_rank else ""
     print(
-        f"{args.model}: {model.count_params():,} parameters ({start}); "
+        f"{args.model}: {model.count_params():,} parameters, "
+        f"{count_trainable(model):,} trainable ({start}{lora}); "
         f"{args.dataset} images: {parts}; backend {keras.backend.backend()}"
         + (f"; distributed: {distribution}" if distribution else ""),
         flush=True,
@@ -142,6 +151,7 @@ def write_run_summary(args, model, run, history, started, loss, accuracy):
         started,
         model=args.model,
         parameters=model.count_params(),
+        trainable_parameters=count_trainable(model),
         start_weights=run["start"],
         dataset=args.dataset,
         splits=split_facts(data, batches, "images"),

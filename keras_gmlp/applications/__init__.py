@@ -8,7 +8,9 @@ gMLPLarge, aMLPBase, aMLPLarge, over `keras_gmlp.models.gMLPBackbone`.
 Note `gMLPB` (image) versus `gMLPBase` (text). `IMAGE_CLASSIFIER_VARIANTS`
 maps each image variant's short name (`"gmlp_s16"`, `"mixer_b16"`, ...) to
 its row of the family's variant table: builder name, sizes, patch size,
-parameter count, timm name and public ImageNet weights.
+parameter count, timm name and public ImageNet weights. `enable_lora(model,
+rank)` fine-tunes an image model with LoRA factors on its blocks' channel
+projections and its head, the other weights frozen.
 
 Importing this package imports only keras. The masked-language-model
 encoders (gMLPBase, gMLPLarge, aMLPBase, aMLPLarge) are built on keras-hub,
@@ -20,6 +22,7 @@ from keras_gmlp.applications.gmlp import gMLPS
 from keras_gmlp.applications.gmlp import gMLPTi
 from keras_gmlp.applications.imagenet_utils import decode_predictions
 from keras_gmlp.applications.imagenet_utils import preprocess_input
+from keras_gmlp.applications.lora import enable_lora
 from keras_gmlp.applications.mlp_mixer import MixerB16
 from keras_gmlp.applications.mlp_mixer import MixerB32
 from keras_gmlp.applications.mlp_mixer import MixerL16

@@ -102,6 +102,10 @@ class gMLPBlock(keras.layers.Layer):
     ```
     """
 
+    # LoRA's default targets: they hold nearly all the weights; the spatial
+    # weights are n x n, small.
+    CHANNEL_PROJECTIONS = ("expand", "output")
+
     def __init__(
         self,
         hidden_dim,

@@ -44,6 +44,10 @@ class MixerBlock(keras.layers.Layer):
     ```
     """
 
+    # LoRA's default targets: the channel-mixing MLP holds most of the
+    # weights; the token-mixing MLP acts across the patch grid and is kept.
+    CHANNEL_PROJECTIONS = ("channel_expand", "channel_output")
+
     def __init__(
         self,
         hidden_dim,

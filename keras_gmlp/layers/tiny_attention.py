@@ -60,6 +60,9 @@ class TinyAttention(keras.layers.Layer):
     ```
     """
 
+    # LoRA's default targets in aMLP, beside the block's: its two projections.
+    CHANNEL_PROJECTIONS = ("qkv", "output")
+
     def __init__(
         self,
         attention_dim,

@@ -2,8 +2,7 @@
 `query` and `value`) name no layer of an MLP, and its `enable_lora` then
 freezes every weight and adapts nothing."""
 
-from keras_gmlp.layers._sublayers import nested_sublayers
-from keras_gmlp.layers._validation import check_positive_int
+from keras_gmlp.layers._lora import check_lora_targets
 
 
 class LoraTargets:
@@ -17,23 +16,10 @@ class LoraTargets:
         return list(self.LORA_LAYER_NAMES)
 
     def enable_lora(self, rank, target_layer_names=None):
-        check_positive_int("rank", rank)
         names = (
             self.default_lora_layer_names()
             if target_layer_names is None
             else list(target_layer_names)
         )
-        adaptable = sorted(
-            {
-                layer.name
-                for layer in nested_sublayers(self)
-                if layer.weights and hasattr(layer, "enable_lora")
-            }
-        )
-        if not set(names) & set(adaptable):
-            raise ValueError(
-                f"`enable_lora` found no layer of this {type(self).__name__} "
-                f"named {names}. Received: target_layer_names={target_layer_names!r}; "
-                f"the layers LoRA can adapt are named {adaptable}"
-            )
+        check_lora_targets(self, rank, names, target_layer_names)
         super().enable_lora(rank, target_layer_names=names)

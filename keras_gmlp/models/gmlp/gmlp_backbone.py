@@ -2,7 +2,9 @@ import keras
 from keras_hub.models import Backbone
 
 from keras_gmlp import distribution
+from keras_gmlp.layers import TinyAttention
 from keras_gmlp.layers import gMLPBlock
+from keras_gmlp.layers._lora import channel_projections
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rate
 from keras_gmlp.models._lora import LoraTargets
@@ -140,9 +142,8 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
     """
 
     # LoRA adapts the channel projections of every block (and, in aMLP,
-    # the tiny attention's query-key-value and output projections): they
-    # hold nearly all the weights. The spatial weights are n x n, small.
-    LORA_LAYER_NAMES = ("expand", "output", "qkv")
+    # the tiny attention's), which the layers name.
+    LORA_LAYER_NAMES = channel_projections(gMLPBlock, TinyAttention)
 
     def __init__(
         self,

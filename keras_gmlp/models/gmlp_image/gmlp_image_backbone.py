@@ -1,5 +1,6 @@
 import keras
 
+from keras_gmlp.layers import gMLPBlock
 from keras_gmlp.layers._patch_mlp import gmlp_block_factory
 from keras_gmlp.models._patch_mlp_backbone import COMMON_BACKBONE_ARGS_DOC
 from keras_gmlp.models._patch_mlp_backbone import FROM_TIMM_LAYOUT_DOC
@@ -59,9 +60,8 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
     ```
     """
 
-    # LoRA adapts the channel projections of every block, which hold nearly
-    # all the weights; the spatial weights act across the patch grid.
-    LORA_LAYER_NAMES = ("expand", "output")
+    # LoRA adapts the channel projections of every block, which it names.
+    LORA_LAYER_NAMES = gMLPBlock.CHANNEL_PROJECTIONS
 
     def __init__(
         self,

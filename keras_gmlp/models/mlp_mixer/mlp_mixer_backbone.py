@@ -1,5 +1,6 @@
 import keras
 
+from keras_gmlp.layers import MixerBlock
 from keras_gmlp.layers._patch_mlp import mixer_block_factory
 from keras_gmlp.models._patch_mlp_backbone import COMMON_BACKBONE_ARGS_DOC
 from keras_gmlp.models._patch_mlp_backbone import FROM_TIMM_LAYOUT_DOC
@@ -59,10 +60,8 @@ class MLPMixerBackbone(PatchMLPImageBackbone):
     ```
     """
 
-    # LoRA adapts the channel-mixing MLPs, which hold most of the weights;
-    # the token-mixing MLPs act across the patch grid, as gMLP's spatial
-    # weights do, and keep their values.
-    LORA_LAYER_NAMES = ("channel_expand", "channel_output")
+    # LoRA adapts the channel-mixing MLPs, which the block names.
+    LORA_LAYER_NAMES = MixerBlock.CHANNEL_PROJECTIONS
 
     def __init__(
         self,

@@ -87,6 +87,7 @@ REFUSED = [
     ("train_image_classifier", "--mixup", "inf"),
     ("train_image_classifier", "--drop-path-rate", "-0.5"),
     ("train_image_classifier", "--seed", str(2**32)),
+    ("train_image_classifier", "--lora-rank", "0"),
 ]
 
 
@@ -282,6 +283,11 @@ def test_start_up_lines_below_the_log_level_are_held_back():
         ("pretrain_mlm", ["--recipe", "paper"], "--recipe paper is the recipe"),
         ("finetune_text_classifier", ["--test-files", "x"], "needs --train-files"),
         ("pretrain_mlm", ["--train-files", "x", "--dataset", "y"], "give one"),
+        (
+            "train_image_classifier",
+            ["--lora-rank", "2"],
+            "--lora-rank: LoRA adapts pretrained weights; pass --weights",
+        ),
     ],
 )
 def test_a_flag_error_is_a_usage_line_and_the_reason(program, flags, reason, tmp_path):

@@ -3,7 +3,8 @@
 Cost: about five program runs in subprocesses (a --fast run, an interrupted
 run and its resumption, a tensorflow-datasets run on mock data) plus a few
 runs that stop at a flag error before Keras is imported, and in-process
-checks of the --weights path on tiny models.
+checks of the --weights path on tiny models, with three --fast --lora-rank
+runs (uninterrupted, interrupted and resumed).
 """
 
 import json
@@ -327,17 +328,7 @@ def test_interrupt_then_resume_matches_uninterrupted(tmp_path, monkeypatch):
     args = ["--fast", "--epochs", "2"]
     reference_dir, output_dir = tmp_path / "uninterrupted", tmp_path / "resumed"
     program.main(args + ["--output-dir", str(reference_dir)])
-    backup_on_epoch_end = TrainingBackup.on_epoch_end
-
-    def interrupt_after_first_epoch(self, epoch, logs=None):
-        backup_on_epoch_end(self, epoch, logs)
-        if epoch == 0:
-            raise KeyboardInterrupt
-
-    with monkeypatch.context() as patch:
-        patch.setattr(TrainingBackup, "on_epoch_end", interrupt_after_first_epoch)
-        with pytest.raises(KeyboardInterrupt):
-            program.main(args + ["--output-dir", str(output_dir)])
+    _interrupt_after_first_epoch(args + ["--output-dir", str(output_dir)], monkeypatch)
     assert len(read_history(output_dir)) == 1
     assert (output_dir / "backup").is_dir()
     assert not (output_dir / "final.keras").exists()
@@ -408,15 +399,21 @@ def _build(tmp_path, weights, classes=10):
     return image_model.build_model(parser, parsed, channels, classes, state)
 
 
-def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):
+def _timm_checkpoint(tmp_path, classes=5):
+    """(path, state) of `_source_model` saved in timm's layout."""
     from safetensors.numpy import save_file
 
-    source = _source_model(classes=5)
+    source = _source_model(classes)
     # safetensors writes the raw buffer of a transposed view: contiguous
     # copies (timm_state_dict returns views).
     state = {k: np.ascontiguousarray(v) for k, v in timm_state_dict(source).items()}
     path = tmp_path / "source.safetensors"
     save_file(state, str(path))
+    return path, state
+
+
+def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):
+    path, state = _timm_checkpoint(tmp_path)
     model, start = _build(tmp_path, path, classes=10)
     assert start == "body loaded, new head"
     assert model.input_shape == (None, 32, 32, 3)
@@ -445,6 +442,61 @@ def test_timm_checkpoint_fine_tuning_replaces_head_and_resamples(tmp_path):
         rtol=1e-6,
     )
     assert loaded["head.weight"].shape == (10, 16)
+
+
+def _interrupt_after_first_epoch(program_args, monkeypatch):
+    """Runs the program in-process until the first epoch's backup is
+    written, then raises KeyboardInterrupt, as a Ctrl-C there would."""
+    backup_on_epoch_end = TrainingBackup.on_epoch_end
+
+    def interrupt_after_first_epoch(self, epoch, logs=None):
+        backup_on_epoch_end(self, epoch, logs)
+        if epoch == 0:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TrainingBackup, "on_epoch_end", interrupt_after_first_epoch)
+        with pytest.raises(KeyboardInterrupt):
+            program.main(program_args)
+
+
+def test_lora_trains_factors_biases_and_head_and_resumes_as_uninterrupted(
+    tmp_path, monkeypatch
+):
+    path, state = _timm_checkpoint(tmp_path)
+    args = ["--fast", "--epochs", "2", "--weights", str(path), "--lora-rank", "2"]
+    reference_dir, output_dir = tmp_path / "uninterrupted", tmp_path / "resumed"
+    program.main(args + ["--output-dir", str(reference_dir)])
+    summary = read_summary(reference_dir)
+    # --fast's gMLP: one block of width 16 and d_ffn 96 (its output
+    # projection sees half), 10 digit classes. LoRA's factors are
+    # (inputs, rank) and (rank, outputs); the biases and the head train.
+    width, ffn, rank, classes = 16, 96, 2, 10
+    adapted = [(width, ffn), (ffn // 2, width)]
+    expected = sum(rank * (n + m) + m for n, m in adapted) + (width + 1) * classes
+    assert summary["trainable_parameters"] == expected == 634
+    final = keras.saving.load_model(reference_dir / "final.keras", compile=False)
+    trained = timm_state_dict(final)
+    for name in ("stem.proj.weight", "blocks.0.mlp_channels.gate.proj.weight"):
+        np.testing.assert_array_equal(trained[name], state[name], err_msg=name)
+    # The saved kernel is merged: it moved by a product of rank 2.
+    for name in ("fc1", "fc2"):
+        key = f"blocks.0.mlp_channels.{name}.weight"
+        singular = np.linalg.svd(trained[key] - state[key], compute_uv=False)
+        assert singular[2] < 1e-3 * singular[0] and singular[1] > 0, name
+
+    _interrupt_after_first_epoch(args + ["--output-dir", str(output_dir)], monkeypatch)
+    assert len(read_history(output_dir)) == 1
+    program.main(args + ["--output-dir", str(output_dir)])
+    # The factors were restored too (Keras saves them merged into the
+    # kernels, and loads them as zeros): the runs agree to round-off.
+    resumed = read_summary(output_dir)
+    for key in ("test_loss", "test_accuracy", "best_val_accuracy"):
+        assert resumed[key] == pytest.approx(summary[key], abs=1e-6), key
+    for row, reference_row in zip(
+        read_history(output_dir), read_history(reference_dir)
+    ):
+        assert row == pytest.approx(reference_row, abs=1e-6)
 
 
 def test_keras_weights_of_same_classes_keep_the_head(tmp_path):

@@ -20,7 +20,9 @@ After training (with the chosen weights), and with --preset DIR (no
 training), the model continues
 each --prompt with every keras-hub sampler: greedy, beam search, random,
 top-k, top-p and contrastive search; random, top-k and top-p draw from
---seed.
+--seed. --quantize int8 (or float8) generates with a quantized copy of the
+model (`Model.quantize`), and after training reports its test perplexity
+beside float32's; the presets stay float.
 
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer), history.csv,
@@ -42,6 +44,7 @@ from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import STEP_RUN_FLAGS
 from _shared.flags import add_corpus_flags
 from _shared.flags import add_optimizer_flags
+from _shared.flags import add_quantize_flag
 from _shared.flags import add_step_flags
 from _shared.flags import check_corpus_flags
 from _shared.flags import check_language_model_flags
@@ -119,6 +122,7 @@ def build_parser():
     add_corpus_flags(parser, "--corpus")
     add_step_flags(parser)
     add_generation_flags(parser)
+    add_quantize_flag(parser, "the model that generates")
     return parser
 
 
@@ -281,18 +285,23 @@ def generate_only(parser, args, started):
         raise SystemExit(
             f"--preset {args.preset} could not be loaded: {error}"
         ) from None
+    if args.quantize:
+        from _shared.serving import quantized_copy
+
+        causal_lm = quantized_copy(causal_lm, args.quantize)
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     try:
         generations = generate_all(causal_lm, prompts, args)
     except ValueError as error:
         parser.error(str(error))
     write_generations(args.output_dir, prompts, generations)
-    write_summary(
+    return write_summary(
         args.output_dir / "summary.json",
         args,
         started,
         mode="generate",
         preset=str(args.preset),
+        quantize=args.quantize,
         generations=generations,
     )
 
@@ -433,16 +442,40 @@ def evaluate_and_plot(args, trainer, history, heldout):
     return float(scores["causal_lm_perplexity"])
 
 
-def generate_and_write(args, causal_lm):
-    """The generations of the prompts (--prompt, or the defaults), also
-    written to generations.json."""
+def quantized_generator(args, causal_lm, heldout):
+    """The --quantize copy of `causal_lm`, and {"heldout_perplexity_<mode>":
+    its test perplexity}, counted as the float model's."""
     import keras
+    from _shared.serving import quantized_copy
 
+    from keras_gmlp.models import CausalLMPerplexity
+
+    quantized = quantized_copy(causal_lm, args.quantize)
+    x, y = heldout
+    logits = keras.Model(quantized.input, quantized.output).predict(
+        x, batch_size=128, verbose=0
+    )
+    metric = CausalLMPerplexity()
+    metric.update_state(y, logits)
+    perplexity = float(metric.result())
+    print(f"Test perplexity {perplexity:.2f} with {args.quantize} weights.", flush=True)
+    return quantized, {f"heldout_perplexity_{args.quantize}": perplexity}
+
+
+def generate_and_write(args, causal_lm, heldout):
+    """The generations of the prompts (--prompt, or the defaults), also
+    written to generations.json, and the --quantize copy's test scores."""
+    import keras
+    from _shared.distribute import local_copy
+
+    generator, scores = local_copy(causal_lm), {}
+    if args.quantize:
+        generator, scores = quantized_generator(args, generator, heldout)
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     keras.utils.set_random_seed(args.seed)
-    generations = generate_all(causal_lm, prompts, args)
+    generations = generate_all(generator, prompts, args)
     write_generations(args.output_dir, prompts, generations)
-    return generations
+    return generations, scores
 
 
 def main(argv=None):
@@ -455,7 +488,6 @@ def main(argv=None):
     run_state = open_run(args, MODEL_FLAGS)
     quiet_tensorflow_logs()
     import keras
-    from _shared.distribute import local_copy
     from _shared.distribute import start
     from _shared.text_training import spatial_filter_report
     from _shared.text_training import write_language_model_summary
@@ -481,7 +513,7 @@ def main(argv=None):
         f"next tokens (unigram baseline {unigram:.2f}).",
         flush=True,
     )
-    generations = generate_and_write(args, local_copy(causal_lm))
+    generations, scores = generate_and_write(args, causal_lm, data["test"])
     summary = write_language_model_summary(
         args,
         started,
@@ -492,6 +524,7 @@ def main(argv=None):
             "heldout_perplexity": perplexity,
             "unigram_perplexity": unigram,
             "heldout_tokens": heldout_tokens,
+            **scores,
         },
         corpus,
         toeplitz_scores=spatial_filter_report(

@@ -247,6 +247,18 @@ CORPUS_RUN_FLAGS = (
 )
 
 
+def add_quantize_flag(parser, served):
+    """--quantize: `Model.quantize` on a copy of the model that `served`
+    names; the trained model and its files stay float."""
+    parser.add_argument(
+        "--quantize",
+        choices=("int8", "float8"),
+        help=f"quantize {served} (Model.quantize: Dense and embedding kernels; "
+        "norms and the spatial gating unit stay float) and report its score "
+        "beside float32's",
+    )
+
+
 def add_step_flags(parser):
     """The flags that count training in steps, and its precision: the text
     programs' checkpoint periods, evaluations and schedule."""

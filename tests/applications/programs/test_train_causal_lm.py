@@ -6,6 +6,7 @@ one generation from the preset.
 """
 
 import json
+import types
 
 import keras
 import pytest
@@ -87,6 +88,66 @@ def test_generation_from_preset_matches_the_trained_model(fast_run, tmp_path):
     # Greedy decoding of the reloaded preset repeats the trained model's.
     assert generated == {"greedy": summary["generations"]["greedy"]}
     assert not (tmp_path / "final_preset").exists()
+
+
+def _int8_reference(preset):
+    """The preset's causal LM with its backbone quantized by hand."""
+    from keras_gmlp.models import gMLPCausalLM
+
+    reference = gMLPCausalLM.from_preset(str(preset))
+    reference.backbone.quantize("int8")
+    return reference
+
+
+def test_quantized_generation_from_preset(fast_run, tmp_path):
+    """--quantize int8 greedy-decodes as the preset quantized by hand; the
+    preset stays float."""
+    output_dir, _ = fast_run
+    program = load_program("train_causal_lm")
+    flags = ["--preset", str(output_dir / "best_preset"), "--max-length", "16"]
+    flags += ["--samplers", "greedy", "--quantize", "int8", "--prompt", "a class"]
+    summary = program.main(flags + ["--output-dir", str(tmp_path)])
+    assert summary["quantize"] == "int8"
+    reference = _int8_reference(output_dir / "best_preset")
+    reference.compile(sampler="greedy")
+    expected = reference.generate(["a class"], max_length=16)
+    assert summary["generations"] == {"greedy": [str(expected[0])]}
+    from keras_gmlp.models import gMLPBackbone
+
+    float_backbone = gMLPBackbone.from_preset(str(output_dir / "best_preset"))
+    assert all(w.dtype != "int8" for w in float_backbone.weights)
+
+
+def test_quantized_perplexity_counts_the_real_next_tokens(fast_run):
+    """The int8 copy's perplexity is exp(mean cross-entropy over labels
+    other than 0) of the hand-quantized model's logits, and the trained
+    model is left float."""
+    import numpy as np
+
+    from keras_gmlp.models import gMLPCausalLM
+
+    output_dir, _ = fast_run
+    program = load_program("train_causal_lm")
+    causal_lm = gMLPCausalLM.from_preset(str(output_dir / "best_preset"))
+    length = causal_lm.backbone.max_sequence_length
+    rng = np.random.default_rng(3)
+    rows = rng.integers(5, causal_lm.backbone.vocabulary_size, (3, length + 1))
+    rows[1, 9:] = 0  # a shorter window: its padding is not counted
+    x, y = program.inputs_and_labels(rows.astype("int32"))
+    args = types.SimpleNamespace(quantize="int8")
+    quantized, scores = program.quantized_generator(args, causal_lm, (x, y))
+    assert all(w.dtype != "int8" for w in causal_lm.weights)
+    assert any(w.dtype == "int8" for w in quantized.weights)
+    backbone = _int8_reference(output_dir / "best_preset").backbone
+    hidden = backbone({**x, "segment_ids": np.zeros_like(x["token_ids"])})
+    logits = keras.ops.convert_to_numpy(
+        backbone.token_embedding(hidden["sequence_output"], reverse=True)
+    ).astype("float64")
+    logits -= logits.max(axis=-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    losses = -np.take_along_axis(log_probs, y[..., None], axis=-1)[..., 0]
+    expected = np.exp(losses[y > 0].mean())
+    assert scores == {"heldout_perplexity_int8": pytest.approx(expected, rel=1e-4)}
 
 
 def test_an_interrupt_while_generating_resumes_from_the_trained_weights(

@@ -77,16 +77,10 @@ def fit(model, args, batches, run):
     from _shared.batches import in_order
     from _shared.callbacks import fit_resumably
     from _shared.report import fit_verbose
-    from _shared.run_state import BACKUP_DIR
 
     callbacks = []
     if batches["epoch_callback"] is not None:
         callbacks.append(batches["epoch_callback"])
-    if args.lora_rank:
-        from .lora_backup import LoraFactorBackup
-
-        # Before the epoch backup's callback, which names the epoch done.
-        callbacks.append(LoraFactorBackup(run.output_dir / BACKUP_DIR))
     validation = batches["validation"]
     if batches["in_memory"]:
         validation = in_order(*validation, args.batch_size)

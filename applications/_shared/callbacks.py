@@ -30,6 +30,8 @@ from .files import make_temporary_dir
 from .files import write_text
 from .interrupt import INTERRUPTED
 from .interrupt import TRAINING
+from .lora_backup import LoraFactorBackup
+from .lora_backup import lora_layer_variables
 from .run_state import BACKUP_DIR
 from .run_state import HISTORY_FILE
 from .run_state import TRAINED_WEIGHTS
@@ -428,6 +430,9 @@ def fit_resumably(
         return history
     backup = TrainingBackup(output_dir / BACKUP_DIR, stream)
     callbacks = [StopOnInterrupt(), *fit_args.pop("callbacks", ()), history]
+    if lora_layer_variables(model):
+        # Before the backup's callback, which names the epoch done.
+        callbacks.append(LoraFactorBackup(backup.backup_dir))
     best = BestModelSaver(
         output_dir / names[0], history, monitor, mode, save, backup.best_weights_path
     )

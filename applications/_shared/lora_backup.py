@@ -1,4 +1,5 @@
-"""The LoRA factors of an interrupted --lora-rank run, kept with its backup.
+"""The LoRA factors of an interrupted --lora-rank run, kept with its backup
+(`callbacks.fit_resumably` adds the callback for a model with LoRA).
 
 Keras saves a LoRA layer's kernel merged with its factors and, loading it,
 sets the factors to zero: the epoch backup restores the function the model
@@ -11,8 +12,10 @@ import zipfile
 
 import keras
 import numpy as np
-from _shared.files import atomic_path
-from _shared.files import is_writer
+
+from .files import atomic_path
+from .files import is_writer
+from .run_state import damaged
 
 
 def lora_layer_variables(model):
@@ -53,8 +56,6 @@ class LoraFactorBackup(keras.callbacks.Callback):
         self.first_epoch = False
         if epoch == 0:
             return
-        from _shared.run_state import damaged
-
         path = self.path(epoch)
         try:
             with np.load(path) as saved:

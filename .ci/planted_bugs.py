@@ -7,7 +7,7 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-twenty-one runs take about thirteen minutes.
+twenty-two runs take about thirteen minutes.
 """
 
 import json
@@ -183,6 +183,15 @@ BUGS = [
         "    for layer in layers:\n        layer.trainable = layer.trainable\n",
         [
             "tests/applications/test_lora_builders.py::test_a_fit_changes_only_the_factors_the_adapted_biases_and_the_head"
+        ],
+    ),
+    (
+        "train_image_classifier.py --quantize scores the float model as the int8 one",
+        "applications/_image_classifier/reporting.py",
+        "loss, accuracy, _, _ = evaluate(quantized, args, batches)",
+        "loss, accuracy, _, _ = evaluate(model, args, batches)",
+        [
+            "tests/applications/programs/test_train_image_classifier.py::test_quantize_int8_scores_and_saves_a_quantized_copy"
         ],
     ),
 ]

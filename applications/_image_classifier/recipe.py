@@ -4,6 +4,7 @@ and flag errors answer before Keras is imported."""
 
 import os
 
+from _shared.flags import add_quantize_flag
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import non_negative_float
@@ -273,6 +274,9 @@ def add_scale_flags(group):
     from _shared.distribute import add_distribute_flags
 
     add_distribute_flags(group)
+    # Not a model flag: it only adds a score (and best_<mode>.keras) to the
+    # report, so a run resumed with or without it is the same run.
+    add_quantize_flag(group, "the chosen model for the test split")
 
 
 def parse_args(doc, argv=None):

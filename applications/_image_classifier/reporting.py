@@ -1,5 +1,6 @@
 """What the image program reports: the test scores, the confusion matrix,
-the learned spatial weights, the training curves and summary.json."""
+the learned spatial weights, the training curves and summary.json; with
+--quantize, the quantized copy's test scores and best_<mode>.keras."""
 
 
 def plot_confusion_matrix(labels, predictions, classes, path, title):
@@ -104,11 +105,35 @@ def evaluate(model, args, batches):
     return loss, accuracy, true_labels, np.argmax(logits, axis=-1)
 
 
+def quantized_scores(args, model, batches):
+    """The --quantize copy of the chosen model (`_shared.serving`; `model`
+    stays float), scored on the test split by `evaluate` as the float model
+    is, and saved as best_<mode>.keras: {"test_accuracy_<mode>": ...,
+    "test_loss_<mode>": ...}."""
+    import pathlib
+
+    import keras
+    from _shared.callbacks import save_model
+    from _shared.serving import quantized_copy
+
+    mode = args.quantize
+    quantized = quantized_copy(model, mode)
+    # Only the loss and metric of `training.compile_model`: no optimizer.
+    quantized.compile(
+        loss=model.loss,
+        metrics=[keras.metrics.CategoricalAccuracy(name="accuracy")],
+    )
+    loss, accuracy, _, _ = evaluate(quantized, args, batches)
+    save_model(quantized, pathlib.Path(args.output_dir) / f"best_{mode}.keras")
+    return {f"test_accuracy_{mode}": float(accuracy), f"test_loss_{mode}": float(loss)}
+
+
 def report(args, model, run, history, started):
     """Evaluates the chosen model (best on the validation split) once on
-    the test split, draws the pictures and writes summary.json. `run` holds
-    what the summary tells beyond the model and history: data, batches,
-    start (how the weights began) and distribution."""
+    the test split (and its --quantize copy), draws the pictures and writes
+    summary.json. `run` holds what the summary tells beyond the model and
+    history: data, batches, start (how the weights began) and
+    distribution."""
     import pathlib
     import time
 
@@ -129,15 +154,23 @@ def report(args, model, run, history, started):
     mixer = args.model.startswith("mixer")
     picture = "token_mixing_units.png" if mixer else "spatial_weights.png"
     plot_model_weights(model, output_dir / picture, mixer)
-    write_run_summary(args, model, run, history, started, loss, accuracy)
+    scores = quantized_scores(args, model, run["batches"]) if args.quantize else {}
+    write_run_summary(args, model, run, history, started, loss, accuracy, scores)
     print(
         f"test ({data['test_split']}): loss {loss:.4f}, accuracy {accuracy:.4f} "
         f"({time.time() - started:.0f} s). Outputs in {output_dir}/",
         flush=True,
     )
+    if args.quantize:
+        print(
+            f"Test accuracy {scores[f'test_accuracy_{args.quantize}']:.4f} with "
+            f"{args.quantize} weights (float32 {accuracy:.4f}).",
+            flush=True,
+        )
 
 
-def write_run_summary(args, model, run, history, started, loss, accuracy):
+def write_run_summary(args, model, run, history, started, loss, accuracy, scores):
+    """summary.json; `scores` are the --quantize copy's (or empty)."""
     import pathlib
 
     from _shared.callbacks import best_epoch
@@ -159,6 +192,7 @@ def write_run_summary(args, model, run, history, started, loss, accuracy):
         epochs_completed=len(history.rows),
         test_loss=float(loss),
         test_accuracy=float(accuracy),
+        **scores,
         best_val_accuracy=None if best is None else history.rows[best]["val_accuracy"],
         best_epoch=None if best is None else best + 1,
         distribution=run["distribution"],

@@ -1,10 +1,10 @@
 """applications/train_image_classifier.py, run as a user runs it.
 
-Cost: about five program runs in subprocesses (a --fast run, an interrupted
-run and its resumption, a tensorflow-datasets run on mock data) plus a few
-runs that stop at a flag error before Keras is imported, and in-process
-checks of the --weights path on tiny models, with three --fast --lora-rank
-runs (uninterrupted, interrupted and resumed).
+Cost: about six program runs in subprocesses (a --fast run, an interrupted
+run and its resumption, a --quantize int8 run, a tensorflow-datasets run on
+mock data) plus a few runs that stop at a flag error before Keras is
+imported, and in-process checks of the --weights path on tiny models, with
+three --fast --lora-rank runs (uninterrupted, interrupted and resumed).
 """
 
 import json
@@ -166,6 +166,57 @@ def test_fast_default_writes_every_output(fast_run):
     assert np.mean(predictions == labels) == pytest.approx(summary["test_accuracy"])
     assert model.count_params() == summary["parameters"]
     assert zipfile.is_zipfile(output_dir / "best.keras")
+
+
+def _int8_kernels(model):
+    return sorted(v.path for v in model.weights if v.dtype == "int8")
+
+
+def test_quantize_int8_scores_and_saves_a_quantized_copy(tmp_path):
+    import warnings
+
+    result = run_program(
+        PROGRAM, "--fast", "--epochs", 1, "--quantize", "int8", "--output-dir", tmp_path
+    )
+    assert result.returncode == 0, describe(result)
+    summary = read_summary(tmp_path)
+    assert summary["flags"]["quantize"] == "int8"
+    line = re.search(
+        r"^Test accuracy (\S+) with int8 weights \(float32 (\S+)\)\.$",
+        result.stdout,
+        re.MULTILINE,
+    )
+    assert line, describe(result)
+    assert float(line[1]) == pytest.approx(summary["test_accuracy_int8"], abs=1e-4)
+    assert float(line[2]) == pytest.approx(summary["test_accuracy"], abs=1e-4)
+    assert 0 < summary["test_loss_int8"] < 10
+
+    # The trained model stays float: quantized here by hand, it scores on
+    # the test split (rebuilt from scikit-learn's data) what summary.json
+    # says, close to float32's.
+    best = keras.saving.load_model(tmp_path / "best.keras")
+    assert _int8_kernels(best) == []
+    images, labels = image_data.load_digits(16, fast=True)["test"]
+    float_logits = best.predict(images, verbose=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        best.quantize("int8")
+    logits = best.predict(images, verbose=0)
+    accuracy = np.mean(np.argmax(logits, axis=-1) == labels)
+    assert accuracy == pytest.approx(summary["test_accuracy_int8"], abs=1e-6)
+    assert abs(accuracy - summary["test_accuracy"]) <= 0.05
+    loss = keras.losses.CategoricalCrossentropy(from_logits=True)(
+        keras.utils.to_categorical(labels, 10), logits
+    )
+    # Equal to float32 round-off (the float model's loss is further off).
+    assert float(loss) == pytest.approx(summary["test_loss_int8"], rel=1e-6)
+    assert not np.allclose(logits, float_logits, atol=1e-6)
+
+    # best_int8.keras is that model: int8 kernels, the same predictions.
+    saved = keras.saving.load_model(tmp_path / "best_int8.keras")
+    assert _int8_kernels(saved) == _int8_kernels(best) != []
+    np.testing.assert_allclose(saved.predict(images, verbose=0), logits, atol=1e-5)
+    assert sorted(os.listdir(tmp_path)) == sorted(OUTPUTS + ("best_int8.keras",))
 
 
 def test_mixer_run_draws_its_token_mixing_units(tmp_path):

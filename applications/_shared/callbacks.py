@@ -395,6 +395,16 @@ class EarlyStoppingOnHistory(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def keep_trained_weights(model, best, backup, trained_path):
+    """The best epoch's weights (or the last, if no epoch had a finite
+    score) become the run's trained weights."""
+    if not best.saved_weights:
+        save_weights(model, trained_path)
+    elif is_writer():
+        with atomic_path(trained_path) as temporary:
+            shutil.copyfile(backup.best_weights_path, temporary)
+
+
 def fit_resumably(
     model,
     run,
@@ -412,12 +422,11 @@ def fit_resumably(
     folder. Returns the history, with the best weights in `model`.
 
     With a `text_stream.BatchStream`, fit trains on its `feed()` (no `x`
-    in `fit_args`); its state is kept with each epoch's backup and restored
-    before a resumed fit.
+    in `fit_args`); its state, and LoRA factors (`lora_backup`), are kept
+    with each epoch's backup and restored before a resumed fit.
 
     Once trained, the best weights are kept as the run's trained weights
-    and the run's stage becomes "trained": a run interrupted after that
-    loads them instead of training again."""
+    and the stage becomes "trained": a rerun loads them, not training."""
     output_dir = run.output_dir
     run.begin()
     # The other processes read the backup that process 0 may discard.
@@ -454,12 +463,7 @@ def fit_resumably(
         backup.set_model(model)
         backup.restore()
     save_model(model, output_dir / names[1], save)
-    if best.saved_weights:
-        if is_writer():
-            with atomic_path(trained_path) as temporary:
-                shutil.copyfile(backup.best_weights_path, temporary)
-    else:  # no epoch had a finite `monitor`
-        save_weights(model, trained_path)
+    keep_trained_weights(model, best, backup, trained_path)
     run.set_stage("trained")
     if is_writer():
         shutil.rmtree(backup.backup_dir, ignore_errors=True)

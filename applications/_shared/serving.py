@@ -22,8 +22,5 @@ def quantized_copy(model, mode):
         # Keras warns for each layer it leaves in float (norms, the spatial
         # gating unit's token-mixing matrix): that is the design.
         warnings.simplefilter("ignore", UserWarning)
-        # A keras-hub task's backbone holds its kernels (the LM heads are
-        # tied to the embedding); `quantize` on the task would also walk the
-        # preprocessor's layers, and refuses them.
-        getattr(copy, "backbone", copy).quantize(mode)
+        copy.quantize(mode)
     return copy

@@ -56,3 +56,56 @@ def test_int8_masked_lm(tmp_path):
         "mask_positions": inputs["mask_positions"],
     }
     quantize_and_compare(masked_lm, text, tmp_path)
+
+
+@pytest.mark.slow
+def test_int8_causal_lm_with_its_preprocessor_generates_text(tmp_path):
+    """A preset's task quantizes whole, tokenizer included, as keras-hub
+    users call it; its logits stay within the tolerance, greedy generation from
+    strings runs on the int8 kernels, and the reloaded task generates the
+    same text."""
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPCausalLM
+    from keras_gmlp.models import gMLPCausalLMPreprocessor
+    from keras_gmlp.models import gMLPTokenizer
+
+    words = ["the", "a", "class", "def", "with", "statement", "is", "an"]
+    tokenizer = gMLPTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
+    backbone = gMLPBackbone(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=12,
+        causal=True,
+        dropout=0.0,
+    )
+    preprocessor = gMLPCausalLMPreprocessor(tokenizer, sequence_length=12)
+    rng = np.random.default_rng(4)
+    for variable in backbone.trainable_weights:
+        variable.assign(rng.standard_normal(variable.shape))
+    # From a preset, as users load one: its tokenizer is made unbuilt.
+    gMLPCausalLM(backbone, preprocessor).save_to_preset(tmp_path / "preset")
+    causal_lm = gMLPCausalLM.from_preset(str(tmp_path / "preset"))
+    token_ids = rng.integers(5, len(words) + 5, (2, 12)).astype("int32")
+    text = {"token_ids": token_ids, "padding_mask": np.ones_like(token_ids)}
+    text["segment_ids"] = np.zeros_like(token_ids)
+    reference = keras.ops.convert_to_numpy(causal_lm.backbone(text)["sequence_output"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        causal_lm.quantize("int8")
+    assert any(w.dtype == "int8" for w in causal_lm.backbone.weights)
+    quantized = keras.ops.convert_to_numpy(causal_lm.backbone(text)["sequence_output"])
+    error = np.abs(quantized - reference).max()
+    assert 0 < error <= RELATIVE_TOLERANCE * np.abs(reference).max()
+
+    causal_lm.compile(sampler="greedy")
+    generated = causal_lm.generate(["the class", "a def is"], max_length=10)
+    assert [text.split()[:2] for text in generated] == [["the", "class"], ["a", "def"]]
+    path = tmp_path / "int8_causal_lm.keras"
+    causal_lm.save(path)
+    reloaded = keras.saving.load_model(path)
+    reloaded.compile(sampler="greedy")
+    assert list(reloaded.generate(["the class", "a def is"], max_length=10)) == list(
+        generated
+    )

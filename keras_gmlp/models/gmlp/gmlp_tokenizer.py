@@ -69,6 +69,10 @@ class gMLPTokenizer(WordPieceTokenizer):
         add_special_token(self, "[CLS]", "start_token")
         add_special_token(self, "[SEP]", "end_token")
         super().__init__(vocabulary=vocabulary, lowercase=lowercase, **kwargs)
+        # Nothing to build (the vocabulary is host state). Marked built so
+        # that `task.quantize(...)`, which checks every leaf layer is built
+        # before asking it to quantize, passes over it as over a norm.
+        self.built = True
 
     def detokenize(self, inputs):
         return _respace(super().detokenize(inputs))

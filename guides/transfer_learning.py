@@ -46,6 +46,7 @@ from sklearn.datasets import load_digits
 from sklearn.datasets import load_sample_images
 
 from keras_gmlp.applications import decode_predictions
+from keras_gmlp.applications import enable_lora
 from keras_gmlp.applications import gMLPS
 from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP
@@ -237,6 +238,32 @@ print(f"Fine-tuned: test accuracy {fine_tuned_test_accuracy:.3f} (chance 0.2)")
 path = os.path.join(OUTPUT_DIR, "fine_tuned.keras")
 classifier.save(path)
 print("Saved", path)
+
+"""
+## LoRA: train a few thousand weights instead
+
+`enable_lora(model, rank)` is keras-hub's `backbone.enable_lora(rank)` for
+these models: every weight frozen but rank-`r` factors on the blocks'
+channel projections, their biases and the `"predictions"` head. In
+benchmarks/lora_and_quantization.py (3 seeds) rank 4 on the digits trained
+8% of the weights and matched full fine-tuning (median accuracy 0.978, at
+10x the learning rate); on the text task it fell short (0.47 vs 0.61).
+"""
+
+body = pretrained_gmlp(include_top=False, pooling="avg", input_shape=inputs.shape[1:])
+head = keras.layers.Dense(len(CLASS_NAMES), activation="softmax", name="predictions")
+lora_classifier = keras.Model(body.input, head(body.output))
+enable_lora(lora_classifier, rank=4)
+lora_classifier.compile(
+    optimizer=keras.optimizers.AdamW(1e-3, weight_decay=0.05),
+    loss="sparse_categorical_crossentropy",
+    metrics=["accuracy"],
+)
+fit(lora_classifier, train_data, epochs=3 if FAST else 10)
+lora_trainable = sum(int(np.prod(w.shape)) for w in lora_classifier.trainable_weights)
+lora_test_accuracy = accuracy(lora_classifier, test_data)
+print(f"LoRA: {lora_trainable} of {lora_classifier.count_params()} parameters trained")
+print(f"LoRA: test accuracy {lora_test_accuracy:.3f} (chance 0.2)")
 
 """
 ## ImageNet predictions and `decode_predictions`

@@ -204,7 +204,9 @@ def test_quantize_int8_scores_and_saves_a_quantized_copy(tmp_path):
     logits = best.predict(images, verbose=0)
     accuracy = np.mean(np.argmax(logits, axis=-1) == labels)
     assert accuracy == pytest.approx(summary["test_accuracy_int8"], abs=1e-6)
-    assert abs(accuracy - summary["test_accuracy"]) <= 0.05
+    # Near chance after one epoch, a flipped image moves the accuracy by
+    # 2.5%; the loss is what int8 must keep close.
+    assert summary["test_loss_int8"] == pytest.approx(summary["test_loss"], rel=0.02)
     loss = keras.losses.CategoricalCrossentropy(from_logits=True)(
         keras.utils.to_categorical(labels, 10), logits
     )

@@ -505,12 +505,6 @@ def load_classifier(args, num_classes):
     return classifier
 
 
-def count_trainable(model):
-    import numpy as np
-
-    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
 def print_task(task, heldout):
     def size(part):
         description = task["sources"][part].description
@@ -583,6 +577,7 @@ def main(argv=None):
     import keras
     from _shared.distribute import local_copy
     from _shared.distribute import start
+    from _shared.report import count_trainable
     from _shared.report import plot_history
     from _shared.report import write_summary
     from _shared.text_training import training_facts

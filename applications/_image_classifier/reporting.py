@@ -59,16 +59,10 @@ def plot_model_weights(model, path, mixer):
         figure.savefig(temporary, dpi=150)
 
 
-def count_trainable(model):
-    """The number of values in the weights that training changes."""
-    import numpy as np
-
-    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
 def print_start(args, model, start, data, batches, distribution):
     """One line on what is about to be trained, on what."""
     import keras
+    from _shared.report import count_trainable
 
     parts = ", ".join(
         f"{batches[f'{part}_size']} {part} ({data[f'{part}_split']})"
@@ -174,6 +168,7 @@ def write_run_summary(args, model, run, history, started, loss, accuracy, scores
     import pathlib
 
     from _shared.callbacks import best_epoch
+    from _shared.report import count_trainable
     from _shared.report import write_summary
 
     data, batches = run["data"], run["batches"]

@@ -3,6 +3,7 @@
 file written atomically."""
 
 import json
+import math
 import sys
 import time
 
@@ -10,6 +11,11 @@ import keras
 
 from .files import atomic_path
 from .files import write_text
+
+
+def count_trainable(model):
+    """The number of values in the weights that training changes."""
+    return int(sum(math.prod(w.shape) for w in model.trainable_weights))
 
 
 def fit_verbose():

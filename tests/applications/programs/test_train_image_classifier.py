@@ -173,12 +173,28 @@ def _int8_kernels(model):
 
 
 def test_quantize_int8_scores_and_saves_a_quantized_copy(tmp_path):
+    """On the MLP-Mixer (one run for both: each program run costs about a
+    minute of CI per backend), which also draws its token-mixing units."""
     import warnings
 
+    import matplotlib.pyplot as plt
+
     result = run_program(
-        PROGRAM, "--fast", "--epochs", 1, "--quantize", "int8", "--output-dir", tmp_path
+        PROGRAM,
+        "--fast",
+        "--model",
+        "mixer",
+        "--epochs",
+        1,
+        "--quantize",
+        "int8",
+        "--output-dir",
+        tmp_path,
     )
     assert result.returncode == 0, describe(result)
+    pixels = plt.imread(tmp_path / "token_mixing_units.png")
+    assert pixels.ndim == 3 and min(pixels.shape[:2]) > 100
+    assert pixels.std() > 0.01, "token_mixing_units.png is blank"
     summary = read_summary(tmp_path)
     assert summary["flags"]["quantize"] == "int8"
     line = re.search(
@@ -218,20 +234,9 @@ def test_quantize_int8_scores_and_saves_a_quantized_copy(tmp_path):
     saved = keras.saving.load_model(tmp_path / "best_int8.keras")
     assert _int8_kernels(saved) == _int8_kernels(best) != []
     np.testing.assert_allclose(saved.predict(images, verbose=0), logits, atol=1e-5)
-    assert sorted(os.listdir(tmp_path)) == sorted(OUTPUTS + ("best_int8.keras",))
-
-
-def test_mixer_run_draws_its_token_mixing_units(tmp_path):
-    result = run_program(
-        PROGRAM, "--fast", "--model", "mixer", "--epochs", 1, "--output-dir", tmp_path
-    )
-    assert result.returncode == 0, describe(result)
-    assert not (tmp_path / "spatial_weights.png").exists()
-    import matplotlib.pyplot as plt
-
-    pixels = plt.imread(tmp_path / "token_mixing_units.png")
-    assert pixels.ndim == 3 and min(pixels.shape[:2]) > 100
-    assert pixels.std() > 0.01, "token_mixing_units.png is blank"
+    outputs = set(OUTPUTS) - {"spatial_weights.png"}
+    outputs |= {"token_mixing_units.png", "best_int8.keras"}
+    assert sorted(os.listdir(tmp_path)) == sorted(outputs)
 
 
 def test_tfds_dataset_on_mock_data(tmp_path):

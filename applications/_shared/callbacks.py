@@ -192,7 +192,13 @@ def save_model(model, path, save=None):
         if path.exists():
             shutil.rmtree(old, ignore_errors=True)
             path.rename(old)
-        staging.rename(path)
+        try:
+            staging.rename(path)
+        except BaseException:
+            # The previous preset goes back in place, not left hidden.
+            if old.exists() and not path.exists():
+                old.rename(path)
+            raise
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

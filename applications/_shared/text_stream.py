@@ -306,15 +306,19 @@ class BatchStream:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = make_temporary_dir(folder.parent, f".{folder.name}-")
         try:
-            self.checkpoint.write(str(staging / "iterator"))
-            replay = False
-        except tf.errors.UnimplementedError:
-            replay = True
-        position = {"step": self.step, "replay": replay}
-        (staging / "position.json").write_text(json.dumps(position))
-        if folder.exists():
-            shutil.rmtree(folder)
-        staging.rename(folder)
+            try:
+                self.checkpoint.write(str(staging / "iterator"))
+                replay = False
+            except tf.errors.UnimplementedError:
+                replay = True
+            position = {"step": self.step, "replay": replay}
+            (staging / "position.json").write_text(json.dumps(position))
+            if folder.exists():
+                shutil.rmtree(folder)
+            staging.rename(folder)
+        finally:
+            # A failed write (a full disk) leaves no half-made state behind.
+            shutil.rmtree(staging, ignore_errors=True)
 
     def restore(self, folder):
         """Continues from the state `save` wrote to `folder`."""

@@ -27,7 +27,8 @@ class gMLPTokenizer(WordPieceTokenizer):
     `detokenize()` joins the pieces as the text most likely had them:
     WordPiece continuations (`"##"`) without a space, and the punctuation
     that the tokenizer split off against its word, as English prose and
-    Python code write it: `__getitem__()`, `it’s`, `"quoted"`, `a == b`.
+    Python code write it: `__getitem__()`, `it’s`, `"quoted"`, `a == b`,
+    `def __init__(self) -> None:`, `x **= -1`, `f(*args, **kwargs)`.
     Where the tokens do not say (`os.path` or `end. next`), the text gets
     the more common spelling. Re-tokenizing the result gives the same
     tokens.
@@ -225,10 +226,15 @@ def _shortfall_reason(asked, trained):
 # Punctuation that prose and Python code write against the word before it,
 # or against the word after it.
 _NO_SPACE_BEFORE = frozenset(".,;:!?)]}’”_-([")
-_NO_SPACE_AFTER = frozenset("([{“‘_-@")
+_NO_SPACE_AFTER = frozenset("([{“‘_-@~")
 # A run of one of these is one operator or marker: "==", "**", "...", ">>>".
 _RUNS = frozenset("=*<>/-_.:+&^%~!")
-_OPERATORS = frozenset((":=", "<=", ">=", "!=", "+=", "-=", "*=", "/=", "->", "%="))
+_OPERATORS = frozenset(
+    (":=", "<=", ">=", "!=", "+=", "-=", "*=", "/=", "->", "%=", "&=", "|=", "^=")
+    + ("**=", "//=", "<<=", ">>=")
+)
+# The punctuation after which these characters start a value in code.
+_BEFORE_A_VALUE = {"(": set("=,:"), "[": set("=,:"), "-": set("=,<>")}
 # Written in pairs around what they quote: "text", 'text', *emphasis*.
 _PAIRED = frozenset("\"'*")
 _CONTRACTIONS = frozenset(("s", "t", "d", "m", "ll", "re", "ve"))
@@ -242,6 +248,7 @@ def _join_words(words):
     open_marks = set()
     previous = None
     attach_next = False
+    dunder_open = False
     for index, word in enumerate(words):
         following = words[index + 1] if index + 1 < len(words) else None
         space = previous is not None and not attach_next
@@ -255,8 +262,23 @@ def _join_words(words):
             previous = word
             continue
         attach_next = False
-        if len(word) == 1:
-            space = space and word not in _NO_SPACE_BEFORE
+        if _starts_operator(words, index):
+            # "!=", "->", "-=", ":=", "**=": spaced as code spaces an
+            # operator, not as prose spaces its first character.
+            pass
+        elif word == "_" and following == "_":
+            # "__" opens a dunder name ("def __init__", "x.__len__") or,
+            # after its word, closes it ("__name__ == x").
+            closing = dunder_open and previous[-1:].isalnum()
+            dunder_open = not closing
+            space = space and not closing and previous != "."
+            attach_next = not closing
+        elif len(word) == 1:
+            # After "=" or ",", a "(" or "[" opens a value, not a call or an
+            # index ("d = {'a': [1]}", also after ":"), and a "-" is a minus
+            # sign, not a hyphen ("x = -1", also after "<" and ">").
+            value = previous in _BEFORE_A_VALUE.get(word, ())
+            space = space and (word not in _NO_SPACE_BEFORE or value)
             # An apostrophe: "it’s", "x"’s, "don't"; a "'" after a space
             # opens a quote instead.
             apostrophe = word == "’" or (
@@ -264,6 +286,9 @@ def _join_words(words):
             )
             if apostrophe and following in _CONTRACTIONS:
                 space, attach_next = False, True
+            elif word == following == "*" and previous == ",":
+                # Unpacking ("f(*args, **kwargs)"), not emphasis: no pair.
+                attach_next = True
             elif word in _PAIRED:
                 # The first of a pair opens; the second closes.
                 attach_next = word not in open_marks
@@ -274,6 +299,16 @@ def _join_words(words):
         text.append(" " + word if space else word)
         previous = word
     return "".join(text)
+
+
+def _starts_operator(words, index):
+    """Whether `words[index:]` starts with an operator of `_OPERATORS`
+    (each of its characters a word of its own)."""
+    return any(
+        "".join(words[index : index + size]) in _OPERATORS
+        and all(len(word) == 1 for word in words[index : index + size])
+        for size in (2, 3)
+    )
 
 
 def _respace(detokenized):

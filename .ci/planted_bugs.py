@@ -7,7 +7,9 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-twenty-six runs take about sixteen minutes.
+fifty-two runs take about twenty-one minutes (the first twenty-six about
+sixteen; 27-52, caught by the programs' unit tests in
+tests/applications/units, about four and a half).
 """
 
 import json
@@ -227,6 +229,224 @@ BUGS = [
         '            name="keras_hub",\n        ) from None',
         '            name="keras_hub",\n        ) from error',
         ["tests/applications/test_light_imports.py"],
+    ),
+    (
+        "pretrain_mlm.py chooses its checkpoint on the test windows",
+        "applications/pretrain_mlm.py",
+        'args, run_state, tokenizer, train_source, masked["validation"]',
+        'args, run_state, tokenizer, train_source, masked["test"]',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_pretrain_mlm_chooses_on_validation_and_scores_test_once"
+        ],
+    ),
+    (
+        "pretrain_mlm.py masks every step's batch the same way",
+        "applications/pretrain_mlm.py",
+        "np.random.default_rng([args.seed, step, 1, shard])",
+        "np.random.default_rng([args.seed, 1, shard])",
+        [
+            "tests/applications/units/test_task_inputs.py::test_mlm_train_masks_are_drawn_from_seed_step_and_shard"
+        ],
+    ),
+    (
+        "train_causal_lm.py labels each token with itself, not the next one",
+        "applications/train_causal_lm.py",
+        "    return x, rows[:, 1:]",
+        "    return x, rows[:, :-1]",
+        [
+            "tests/applications/units/test_task_inputs.py::test_causal_lm_labels_are_the_next_tokens"
+        ],
+    ),
+    (
+        "train_causal_lm.py chooses its checkpoint on the test windows",
+        "applications/train_causal_lm.py",
+        'args, run_state, tokenizer, train_source, data["validation"]',
+        'args, run_state, tokenizer, train_source, data["test"]',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_causal_lm_chooses_on_validation_and_scores_test_once"
+        ],
+    ),
+    (
+        "train_causal_lm.py refuses --max-length equal to --sequence-length",
+        "applications/train_causal_lm.py",
+        "elif args.max_length > args.sequence_length:",
+        "elif args.max_length >= args.sequence_length:",
+        ["tests/applications/units/test_flag_edges.py::test_edges_between_flags"],
+    ),
+    (
+        "finetune_text_classifier.py chooses its checkpoint on the test examples",
+        "applications/finetune_text_classifier.py",
+        'task["sources"]["train"], heldout["validation"]',
+        'task["sources"]["train"], heldout["test"]',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_text_classifier_chooses_on_validation_and_scores_test_once"
+        ],
+    ),
+    (
+        "finetune_text_classifier.py accepts --test-fraction 0 (no validation data)",
+        "applications/finetune_text_classifier.py",
+        '"--test-fraction",\n        type=fraction,',
+        '"--test-fraction",\n        type=unit_float,',
+        ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],
+    ),
+    (
+        "train_image_classifier.py sizes its schedule in images, not steps",
+        "applications/train_image_classifier.py",
+        'training.compile_model(model, args, batches["steps_per_epoch"])',
+        'training.compile_model(model, args, batches["train_size"])',
+        [
+            "tests/applications/units/test_schedules.py::test_image_program_schedule_counts_steps_not_images"
+        ],
+    ),
+    (
+        "A failed atomic write leaves its temporary file behind",
+        "applications/_shared/files.py",
+        "        if os.path.exists(temporary):\n            os.remove(temporary)",
+        "        pass",
+        ["tests/applications/units/test_atomic_writes.py"],
+    ),
+    (
+        "--dropout (and every rate in [0, 1)) accepts 1",
+        "applications/_shared/flags.py",
+        'lambda v: 0 <= v < 1, "in [0, 1)"',
+        'lambda v: 0 <= v <= 1, "in [0, 1)"',
+        ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],
+    ),
+    (
+        "The text programs' cosine reaches 0 warm-up steps after the last step",
+        "applications/_shared/text_training.py",
+        "decay_steps=max(1, total_steps - warmup_steps),",
+        "decay_steps=max(1, total_steps),",
+        [
+            "tests/applications/units/test_schedules.py::test_text_programs_warm_up_then_decay_to_zero_at_the_last_step"
+        ],
+    ),
+    (
+        "The language models' loss counts padding and unused mask slots",
+        "applications/_shared/text_training.py",
+        "from_logits=True, ignore_class=0",
+        "from_logits=True, ignore_class=None",
+        [
+            "tests/applications/units/test_task_inputs.py::test_language_model_loss_counts_only_real_labels"
+        ],
+    ),
+    (
+        "A preset save removes the previous preset before the new one is whole",
+        "applications/_shared/callbacks.py",
+        '    staging = make_temporary_dir(path.parent, f".{path.name}-")\n    try:\n        save(str(staging))',
+        '    staging = make_temporary_dir(path.parent, f".{path.name}-")\n    shutil.rmtree(path, ignore_errors=True)\n    try:\n        save(str(staging))',
+        ["tests/applications/units/test_atomic_writes.py"],
+    ),
+    (
+        "Early stopping counts the best epoch itself towards --patience",
+        "applications/_shared/callbacks.py",
+        "if epoch > best and monitor in row]",
+        "if epoch >= best and monitor in row]",
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_fit_resumably_keeps_the_best_validation_epoch_and_stops_on_it"
+        ],
+    ),
+    (
+        "A preset save interrupted between its two renames leaves no preset in place",
+        "applications/_shared/callbacks.py",
+        "            if old.exists() and not path.exists():\n                old.rename(path)\n",
+        "            pass\n",
+        [
+            "tests/applications/units/test_atomic_writes.py::test_a_preset_interrupted_as_it_is_moved_in_keeps_the_previous_one"
+        ],
+    ),
+    (
+        "Held-out labels padded for several replicas are copies, counted twice",
+        "applications/_shared/distribute.py",
+        "return x, pad(y, ignored_label), None",
+        "return x, pad(y), None",
+        [
+            "tests/applications/units/test_task_inputs.py::test_heldout_arrays_padded_for_replicas_weigh_nothing"
+        ],
+    ),
+    (
+        "summary.json is written in place (a failed write damages the last one)",
+        "applications/_shared/report.py",
+        "    write_text(path, text)\n    return summary",
+        "    path.write_text(text)\n    return summary",
+        [
+            "tests/applications/units/test_atomic_writes.py::test_summary_that_fails_halfway_keeps_the_previous_summary"
+        ],
+    ),
+    (
+        "A failed write of the stream's state leaves its staging folder behind",
+        "applications/_shared/text_stream.py",
+        "            shutil.rmtree(staging, ignore_errors=True)",
+        "            pass",
+        [
+            "tests/applications/units/test_atomic_writes.py::test_a_stream_state_that_fails_halfway_keeps_the_previous_state"
+        ],
+    ),
+    (
+        "--schedule constant decays after its warm-up",
+        "applications/_image_classifier/training.py",
+        "            alpha=1.0,",
+        "            alpha=0.0,",
+        [
+            "tests/applications/units/test_schedules.py::test_image_constant_schedule_stays_at_the_peak"
+        ],
+    ),
+    (
+        "The image program chooses its checkpoint on the test images",
+        "applications/_image_classifier/training.py",
+        '    validation = batches["validation"]',
+        '    validation = batches["test"]',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_image_fit_chooses_and_stops_on_the_validation_images"
+        ],
+    ),
+    (
+        "The image program refuses --warmup-steps 0",
+        "applications/_image_classifier/recipe.py",
+        '"--warmup-steps",\n        type=non_negative_int,',
+        '"--warmup-steps",\n        type=positive_int,',
+        ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],
+    ),
+    (
+        "The image program scores the validation images as test",
+        "applications/_image_classifier/reporting.py",
+        '    test = batches["test"]',
+        '    test = batches["validation"]',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_image_report_scores_the_test_images"
+        ],
+    ),
+    (
+        "The digits' validation and test batches are swapped",
+        "applications/_image_classifier/data.py",
+        '        data["validation"],\n        data["test"],\n    )',
+        '        data["test"],\n        data["validation"],\n    )',
+        [
+            "tests/applications/units/test_checkpoint_split.py::test_image_batches_keep_validation_and_test_apart"
+        ],
+    ),
+    (
+        "detokenize splits '==' into '= ='",
+        "keras_gmlp/models/gmlp/gmlp_tokenizer.py",
+        '_RUNS = frozenset("=*<>/-_.:+&^%~!")',
+        '_RUNS = frozenset("*<>/-_.:+&^%~!")',
+        ["tests/applications/units/test_detokenize_code.py"],
+    ),
+    (
+        "detokenize reads every '__' after a word as the end of a dunder name (def__init__)",
+        "keras_gmlp/models/gmlp/gmlp_tokenizer.py",
+        "closing = dunder_open and previous[-1:].isalnum()",
+        "closing = previous[-1:].isalnum()",
+        ["tests/applications/units/test_detokenize_code.py"],
+    ),
+    (
+        "BERT masking may mask [CLS] and [SEP]",
+        "keras_gmlp/utils/text_corpus.py",
+        "candidates = np.flatnonzero(token_ids[row] >= FIRST_WORD_ID)",
+        "candidates = np.flatnonzero(token_ids[row] > 0)",
+        [
+            "tests/applications/units/test_task_inputs.py::test_mlm_masks_word_pieces_only_and_labels_them_with_the_original_ids"
+        ],
     ),
 ]
 

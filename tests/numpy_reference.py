@@ -31,10 +31,18 @@ def spatial_gating_unit(
     mask=None,
     causal=False,
     attention_output=None,
+    gating="split",
 ):
-    """z: (B, m, 2c); kernel: (h, n, n); bias: (h, n); mask: (B, m) bool."""
+    """z: (B, m, 2c); kernel: (h, n, n); bias: (h, n); mask: (B, m) bool.
+
+    `gating` is one of the paper's forms (Table 3), with f(Z) = W norm(Z) + b:
+    split Z1 * f(Z2), multiplicative Z * f(Z), additive Z + f(Z), linear f(Z).
+    """
     batch, length, channels = z.shape
-    u, v = z[..., : channels // 2], z[..., channels // 2 :]
+    if gating == "split":
+        u, v = z[..., : channels // 2], z[..., channels // 2 :]
+    else:
+        u, v = z, z
     v = layer_norm(v, gamma, beta, eps)
     heads = kernel.shape[0]
     head_dim = v.shape[-1] // heads
@@ -53,6 +61,10 @@ def spatial_gating_unit(
                 out[b, i, cols] = acc
     if attention_output is not None:
         out = out + attention_output
+    if gating == "additive":
+        return u + out
+    if gating == "linear":
+        return out
     return u * out
 
 
@@ -77,7 +89,7 @@ def tiny_attention(x, qkv_kernel, out_kernel, out_bias, mask=None, causal=False)
     return (weights @ v) @ out_kernel + out_bias
 
 
-def gmlp_block(x, w, mask=None, causal=False):
+def gmlp_block(x, w, mask=None, causal=False, gating="split"):
     """w: dict of float64 arrays named as in the paper's pseudo-code."""
     shortcut = x
     x = layer_norm(x, w["norm_gamma"], w["norm_beta"], 1e-6)
@@ -102,6 +114,7 @@ def gmlp_block(x, w, mask=None, causal=False):
         mask=mask,
         causal=causal,
         attention_output=attention_output,
+        gating=gating,
     )
     return shortcut + z @ w["V"] + w["V_bias"]
 

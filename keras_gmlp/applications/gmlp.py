@@ -65,6 +65,7 @@ def gMLP(
     drop_path_rate=0.0,
     name="gmlp",
     data_format=None,
+    gating="split",
 ):
     """Instantiates a gMLP image classifier of any size.
 
@@ -82,6 +83,10 @@ def gMLP(
         include_top, weights, input_tensor, input_shape, pooling, classes,
         classifier_activation, include_preprocessing, drop_path_rate, name,
         data_format: as in `gMLPS`.
+        gating: str, the spatial gating unit's form: `"split"` (the paper's
+            design, and timm's) or an ablation of the paper's Table 3,
+            `"multiplicative"`, `"additive"` or `"linear"`. Only `"split"`
+            loads timm's or Keras' ImageNet weights.
 
     Returns:
         A `keras.Model`.
@@ -96,7 +101,7 @@ def gMLP(
     ```
     """
 
-    make_block = gmlp_block_factory(hidden_dim, intermediate_dim)
+    make_block = gmlp_block_factory(hidden_dim, intermediate_dim, gating)
     return build_image_classifier(
         make_block,
         num_blocks,

@@ -39,6 +39,10 @@ _BUILDER_DOC = """Builds the {label} masked-language-model encoder of the paper.
             masked LM (`include_top=True` only), so `fit()` takes raw text.
         dtype: optional dtype policy, e.g. `"mixed_bfloat16"`.
         name: the model's name. Defaults to `"{variant}"`.
+        gating: str, the spatial gating unit's form: `"split"` (the paper's
+            design) or an ablation of its Table 3, `"multiplicative"`,
+            `"additive"` or `"linear"`; these gate all of d_ffn, so their
+            output projections, and the parameter count, are larger.
 
     Returns:
         A `gMLPMaskedLM` or, with `include_top=False`, a `gMLPBackbone`.
@@ -70,6 +74,7 @@ def _build_text_encoder(
     preprocessor,
     dtype,
     name,
+    gating,
 ):
     """The encoder of `GMLP_TEXT_VARIANTS[variant]`; the other arguments
     are those of `gMLPBase`."""
@@ -101,6 +106,7 @@ def _build_text_encoder(
         num_segments=num_segments,
         causal=causal,
         dropout=dropout,
+        gating=gating,
         dtype=dtype,
         name=name if not include_top else None,
         **{key: config[key] for key in BACKBONE_ARGUMENTS},
@@ -147,6 +153,7 @@ def gMLPBase(
     preprocessor=None,
     dtype=None,
     name=None,
+    gating="split",
 ):
     return _build_text_encoder(
         "gmlp_base",
@@ -160,6 +167,7 @@ def gMLPBase(
         preprocessor,
         dtype,
         name,
+        gating,
     )
 
 
@@ -174,6 +182,7 @@ def gMLPLarge(
     preprocessor=None,
     dtype=None,
     name=None,
+    gating="split",
 ):
     return _build_text_encoder(
         "gmlp_large",
@@ -187,6 +196,7 @@ def gMLPLarge(
         preprocessor,
         dtype,
         name,
+        gating,
     )
 
 
@@ -201,6 +211,7 @@ def aMLPBase(
     preprocessor=None,
     dtype=None,
     name=None,
+    gating="split",
 ):
     return _build_text_encoder(
         "amlp_base",
@@ -214,6 +225,7 @@ def aMLPBase(
         preprocessor,
         dtype,
         name,
+        gating,
     )
 
 
@@ -228,6 +240,7 @@ def aMLPLarge(
     preprocessor=None,
     dtype=None,
     name=None,
+    gating="split",
 ):
     return _build_text_encoder(
         "amlp_large",
@@ -241,6 +254,7 @@ def aMLPLarge(
         preprocessor,
         dtype,
         name,
+        gating,
     )
 
 

@@ -56,15 +56,16 @@ def check_data_format(data_format):
     return data_format
 
 
-def gmlp_block_factory(hidden_dim, intermediate_dim):
+def gmlp_block_factory(hidden_dim, intermediate_dim, gating="split"):
     """`make_block(index, sequence_length, drop_path_rate, dtype)` for gMLP
-    (timm's `SpatialGatingBlock` with `GatedMlp`)."""
+    (timm's `SpatialGatingBlock` with `GatedMlp` for the split gating)."""
 
     def make_block(index, sequence_length, drop_path_rate, dtype=None):
         return gMLPBlock(
             hidden_dim,
             intermediate_dim,
             sequence_length,
+            gating=gating,
             drop_path_rate=drop_path_rate,
             dtype=dtype,
             name=f"blocks_{index}",

@@ -25,12 +25,15 @@ def reproduces(token_embedding, segment_embedding, blocks, final_norm):
 
     float32 only (mixed precision casts in places this does not mirror), no
     int8/float8 quantization and no LoRA (both change what `kernel` means),
-    and the tied output projection without a logit soft cap. Every layer
-    whose weights the decoder reads is checked.
+    the split gating only (the others are ablations, not served), and the
+    tied output projection without a logit soft cap. Every layer whose
+    weights the decoder reads is checked.
     """
     layers = [token_embedding, segment_embedding, final_norm]
     for block in blocks:
         unit = block.spatial_gating_unit
+        if unit.gating != "split":
+            return False
         layers += [block, block.norm, block.expand_dense, unit, unit.norm]
         layers.append(block.output_dense)
         attention = block.tiny_attention

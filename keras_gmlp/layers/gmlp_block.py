@@ -11,6 +11,7 @@ from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
+from keras_gmlp.layers.spatial_gating_unit import GATINGS
 from keras_gmlp.layers.spatial_gating_unit import SpatialGatingUnit
 from keras_gmlp.layers.stochastic_depth import StochasticDepth
 from keras_gmlp.layers.tiny_attention import TinyAttention
@@ -24,6 +25,7 @@ def _check_block_arguments(
     num_heads,
     drop_path_rate,
     dropout,
+    gating,
 ):
     """Raises `ValueError` for a `gMLPBlock` argument out of its range."""
     check_positive_int("hidden_dim", hidden_dim)
@@ -34,16 +36,22 @@ def _check_block_arguments(
         check_positive_int("attention_dim", attention_dim)
     check_rate("drop_path_rate", drop_path_rate)
     check_rate("dropout", dropout)
-    if intermediate_dim % 2:
+    if gating not in GATINGS:
+        raise ValueError(
+            f"Argument `gating` must be one of {', '.join(map(repr, GATINGS))}. "
+            f"Received: gating={gating!r}"
+        )
+    if gating == "split" and intermediate_dim % 2:
         raise ValueError(
             "Argument `intermediate_dim` must be even: the spatial gating "
             "unit splits it in two halves. Received: "
             f"intermediate_dim={intermediate_dim}"
         )
-    if (intermediate_dim // 2) % num_heads:
+    gated = intermediate_dim // 2 if gating == "split" else intermediate_dim
+    if gated % num_heads:
         raise ValueError(
-            f"Argument `num_heads` must divide intermediate_dim // 2 = "
-            f"{intermediate_dim // 2}. Received: num_heads={num_heads}"
+            f"Argument `num_heads` must divide the {gated} gated channels. "
+            f"Received: num_heads={num_heads}"
         )
 
 
@@ -61,12 +69,16 @@ class gMLPBlock(keras.layers.Layer):
     Args:
         hidden_dim: int, channels of the block's input and output (d_model).
         intermediate_dim: int, width of the expanded activations (d_ffn),
-            even; the SGU and the output projection see half of it.
+            even for `gating="split"`, where the SGU and the output
+            projection see half of it (all of it for the other gatings).
         sequence_length: int, the maximum number of tokens.
         attention_dim: optional int, size of the tiny attention (aMLP).
         causal: bool, whether token `i` may only see tokens `<= i`.
         num_heads: int, number of SGU heads (channel groups with their own
             spatial weights).
+        gating: str, the SGU's form: `"split"` (the paper's final design),
+            or the ablations `"multiplicative"`, `"additive"`, `"linear"`
+            (see `SpatialGatingUnit`).
         drop_path_rate: float in `[0, 1)`, stochastic depth rate of the
             residual branch.
         dropout: float in `[0, 1)`, dropout on the residual branch's output.
@@ -118,6 +130,7 @@ class gMLPBlock(keras.layers.Layer):
         dropout=0.0,
         layer_norm_epsilon=1e-6,
         kernel_initializer="glorot_uniform",
+        gating="split",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -129,6 +142,7 @@ class gMLPBlock(keras.layers.Layer):
             num_heads,
             drop_path_rate,
             dropout,
+            gating,
         )
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
@@ -140,6 +154,12 @@ class gMLPBlock(keras.layers.Layer):
         self.dropout = float(dropout)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.gating = gating
+        # The channels the SGU outputs: what tiny attention adds to, the
+        # output projection reads and the decoding cache holds.
+        self.gated_dim = (
+            intermediate_dim // 2 if gating == "split" else intermediate_dim
+        )
 
         self._create_sublayers()
 
@@ -156,6 +176,7 @@ class gMLPBlock(keras.layers.Layer):
         )
         self.spatial_gating_unit = SpatialGatingUnit(
             self.sequence_length,
+            gating=self.gating,
             causal=self.causal,
             num_heads=self.num_heads,
             dtype=self.dtype_policy,
@@ -165,7 +186,7 @@ class gMLPBlock(keras.layers.Layer):
         if self.attention_dim is not None:
             self.tiny_attention = TinyAttention(
                 self.attention_dim,
-                self.intermediate_dim // 2,
+                self.gated_dim,
                 causal=self.causal,
                 dtype=self.dtype_policy,
                 name="tiny_attention",
@@ -200,7 +221,7 @@ class gMLPBlock(keras.layers.Layer):
         self.spatial_gating_unit.build((batch, length, self.intermediate_dim))
         if self.tiny_attention is not None:
             self.tiny_attention.build(inputs_shape)
-        self.output_dense.build((None, self.intermediate_dim // 2))
+        self.output_dense.build((None, self.gated_dim))
         # Stateless, but `Model.quantize` refuses a model with unbuilt layers.
         self.dropout_layer.build(inputs_shape)
         self.drop_path.build(inputs_shape)
@@ -257,14 +278,13 @@ class gMLPBlock(keras.layers.Layer):
         """An all-zero decoding cache for `call(..., cache=...)`.
 
         The spatial gating unit caches the normalised gates, `(batch_size,
-        cache_length, intermediate_dim // 2)`; with tiny attention the cache
+        cache_length, gated_dim)` (`intermediate_dim // 2` for the split
+        gating, `intermediate_dim` otherwise); with tiny attention the cache
         is the tuple `(gates, keys_and_values)`, the latter of shape
         `(batch_size, 2, cache_length, attention_dim)`.
         """
         dtype = dtype or self.compute_dtype
-        gates = ops.zeros(
-            (batch_size, cache_length, self.intermediate_dim // 2), dtype=dtype
-        )
+        gates = ops.zeros((batch_size, cache_length, self.gated_dim), dtype=dtype)
         if self.tiny_attention is None:
             return gates
         keys_and_values = ops.zeros(
@@ -293,6 +313,7 @@ class gMLPBlock(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
+                "gating": self.gating,
             }
         )
         return config

@@ -8,6 +8,21 @@ from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 
+# The forms of the gate the paper compares (Table 3): what the unit
+# multiplies or adds to the spatial projection `f(Z) = W Z + b`.
+GATINGS = ("split", "multiplicative", "additive", "linear")
+
+
+@keras.saving.register_keras_serializable(package="keras_gmlp")
+class _HeadwiseIdentity(keras.initializers.Initializer):
+    """An identity matrix per head, for kernels of shape `(heads, n, n)`
+    (Keras' `Identity` takes 2-D shapes only)."""
+
+    def __call__(self, shape, dtype=None):
+        eye = ops.eye(shape[-1], dtype=dtype or "float32")
+        # A copy per head (a broadcast view cannot be assigned on torch).
+        return ops.tile(eye[None], (shape[0], 1, 1))
+
 
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class SpatialGatingUnit(keras.layers.Layer):
@@ -18,6 +33,19 @@ class SpatialGatingUnit(keras.layers.Layer):
     along the token axis, `v'[m] = sum_n W[m, n] v[n] + b[m]`, and the
     output is `u * v'`. `W` starts near zero and `b` at one, so a fresh unit
     passes `u` through unchanged (the block starts as a plain FFN).
+
+    `gating` chooses among the paper's ablations (its Table 3), with
+    `f(Z) = W norm(Z) + b` over the tokens:
+
+    - `"split"` (the paper's final design, the default): `Z1 * f(Z2)` for
+      the two halves `Z1, Z2` of the channels; outputs half the channels.
+    - `"multiplicative"`: `Z * f(Z)`, all channels.
+    - `"additive"`: `Z + f(Z)`, all channels.
+    - `"linear"`: `f(Z)`, all channels.
+
+    Each starts close to passing `Z` (or `Z1`) through: by default `b`
+    starts at zero for the additive form, and the linear form's `W` at the
+    identity (at zero it would start by discarding its input).
 
     A unit built for `sequence_length=n` accepts any length `m <= n` and then
     uses `W[:m, :m]` and `b[:m]`. Tokens where `padding_mask` is false
@@ -33,24 +61,31 @@ class SpatialGatingUnit(keras.layers.Layer):
 
     Args:
         sequence_length: int, the maximum number of tokens `n`.
+        gating: str, one of `"split"`, `"multiplicative"`, `"additive"` or
+            `"linear"` (above).
         causal: bool, whether to mask the projection to be lower-triangular.
         num_heads: int, number of channel groups, each with its own `W` and
-            `b` (the multi-head SGU). Must divide half the channel count.
+            `b` (the multi-head SGU). Must divide the gated channel count
+            (half the channels for `"split"`, all of them otherwise).
         epsilon: float, epsilon of the layer normalisation of `v`.
         kernel_initializer: initializer of `W`. Defaults to a normal
-            distribution with standard deviation 1e-6.
-        bias_initializer: initializer of `b`. Defaults to ones.
+            distribution with standard deviation 1e-6 (the identity for
+            `"linear"`).
+        bias_initializer: initializer of `b`. Defaults to ones (zeros for
+            `"additive"` and `"linear"`).
         kernel_regularizer: optional regularizer of `W`.
         bias_regularizer: optional regularizer of `b`.
         **kwargs: standard layer arguments such as `name` and `dtype`.
 
     Call arguments:
-        inputs: tensor of shape `(batch, length, channels)`, `channels` even.
+        inputs: tensor of shape `(batch, length, channels)`, `channels` even
+            for `"split"`.
         padding_mask: optional boolean tensor `(batch, length)`, true for
             real tokens.
-        attention_output: optional tensor `(batch, length, channels // 2)`
-            added to the projected gate before the multiplication (aMLP).
-        cache: optional tensor `(batch, cache_length, channels // 2)` for
+        attention_output: optional tensor `(batch, length, gated)` added to
+            the projected gate before it gates (aMLP); `gated` is
+            `channels // 2` for `"split"` and `channels` otherwise.
+        cache: optional tensor `(batch, cache_length, gated)` for
             incremental decoding (causal units only): the normalised gates of
             the tokens seen so far. The inputs are the tokens at positions
             `cache_update_index ...`; their gates are written into the cache
@@ -60,7 +95,7 @@ class SpatialGatingUnit(keras.layers.Layer):
             input token; required with `cache`.
 
     Returns:
-        A tensor of shape `(batch, length, channels // 2)`, or with `cache`
+        A tensor of shape `(batch, length, gated)`, or with `cache`
         the tuple `(outputs, updated_cache)`.
 
     Examples:
@@ -76,11 +111,12 @@ class SpatialGatingUnit(keras.layers.Layer):
     def __init__(
         self,
         sequence_length,
+        gating="split",
         causal=False,
         num_heads=1,
         epsilon=1e-5,
         kernel_initializer=None,
-        bias_initializer="ones",
+        bias_initializer=None,
         kernel_regularizer=None,
         bias_regularizer=None,
         **kwargs,
@@ -88,16 +124,26 @@ class SpatialGatingUnit(keras.layers.Layer):
         super().__init__(**kwargs)
         check_positive_int("sequence_length", sequence_length)
         check_positive_int("num_heads", num_heads)
+        if gating not in GATINGS:
+            raise ValueError(
+                f"Argument `gating` must be one of {', '.join(map(repr, GATINGS))}. "
+                f"Received: gating={gating!r}"
+            )
         if epsilon <= 0:
             raise ValueError(
                 f"Argument `epsilon` must be positive. Received: epsilon={epsilon}"
             )
         self.sequence_length = sequence_length
+        self.gating = gating
         self.causal = bool(causal)
         self.num_heads = num_heads
         self.epsilon = epsilon
-        if kernel_initializer is None:
+        if kernel_initializer is None and gating == "linear":
+            kernel_initializer = _HeadwiseIdentity()
+        elif kernel_initializer is None:
             kernel_initializer = keras.initializers.RandomNormal(stddev=1e-6)
+        if bias_initializer is None:
+            bias_initializer = "zeros" if gating in ("additive", "linear") else "ones"
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
@@ -109,16 +155,16 @@ class SpatialGatingUnit(keras.layers.Layer):
     def build(self, inputs_shape, padding_mask_shape=None, attention_output_shape=None):
         check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
         channels = inputs_shape[-1]
-        if channels is None or channels % 2:
+        if channels is None or (self.gating == "split" and channels % 2):
             raise ValueError(
                 "SpatialGatingUnit splits the channels in two halves, so the "
                 "last axis of `inputs` must be even. Received: "
                 f"inputs.shape={tuple(inputs_shape)}"
             )
-        gate_dim = channels // 2
+        gate_dim = self.gated_channels(channels)
         if gate_dim % self.num_heads:
             raise ValueError(
-                f"Argument `num_heads` must divide half the channel count "
+                f"Argument `num_heads` must divide the gated channel count "
                 f"({gate_dim}). Received: num_heads={self.num_heads}"
             )
         check_length(self.__class__.__name__, inputs_shape[1], self.sequence_length)
@@ -147,15 +193,17 @@ class SpatialGatingUnit(keras.layers.Layer):
     ):
         name = self.__class__.__name__
         check_rank(name, "inputs", inputs.shape, 3)
-        if inputs.shape[-1] != 2 * self.norm.gamma.shape[-1]:
+        if self.gated_channels(inputs.shape[-1]) != self.norm.gamma.shape[-1]:
             raise ValueError(
-                f"{name} was built for inputs with "
-                f"{2 * self.norm.gamma.shape[-1]} channels. Received: "
-                f"inputs.shape={tuple(inputs.shape)}"
+                f"{name} was built for inputs with {self._built_channels()} "
+                f"channels. Received: inputs.shape={tuple(inputs.shape)}"
             )
         check_length(name, inputs.shape[1], self.sequence_length)
         check_padding_mask(name, inputs.shape, padding_mask)
-        u, v = ops.split(inputs, 2, axis=-1)
+        if self.gating == "split":
+            u, v = ops.split(inputs, 2, axis=-1)
+        else:
+            u = v = inputs
         v = ops.cast(self.norm(v), u.dtype)
         if padding_mask is not None:
             # Zeroed after the norm, so a padded token adds nothing to W @ v.
@@ -176,8 +224,24 @@ class SpatialGatingUnit(keras.layers.Layer):
         projected = self._project(start, length, ops.cast(context, v.dtype))
         if attention_output is not None:
             projected = projected + ops.cast(attention_output, v.dtype)
-        outputs = u * projected
+        outputs = self._gate(u, projected)
         return outputs if cache is None else (outputs, context)
+
+    def gated_channels(self, channels):
+        """The channels the unit outputs (and projects) for `channels`
+        input channels."""
+        return channels // 2 if self.gating == "split" else channels
+
+    def _built_channels(self):
+        gated = self.norm.gamma.shape[-1]
+        return 2 * gated if self.gating == "split" else gated
+
+    def _gate(self, z, projected):
+        if self.gating == "additive":
+            return z + projected
+        if self.gating == "linear":
+            return projected
+        return z * projected
 
     def _check_cache(self, cache, cache_update_index, length):
         if not self.causal:
@@ -231,13 +295,14 @@ class SpatialGatingUnit(keras.layers.Layer):
     def compute_output_shape(
         self, inputs_shape, padding_mask_shape=None, attention_output_shape=None
     ):
-        return tuple(inputs_shape[:-1]) + (inputs_shape[-1] // 2,)
+        return tuple(inputs_shape[:-1]) + (self.gated_channels(inputs_shape[-1]),)
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
                 "sequence_length": self.sequence_length,
+                "gating": self.gating,
                 "causal": self.causal,
                 "num_heads": self.num_heads,
                 "epsilon": self.epsilon,

@@ -5,10 +5,12 @@ import numpy as np
 
 
 def random_block_weights(
-    rng, hidden, intermediate, length, attention_dim=None, heads=1
+    rng, hidden, intermediate, length, attention_dim=None, heads=1, gated=None
 ):
-    """Random gMLP block weights, large enough that every term matters."""
-    half = intermediate // 2
+    """Random gMLP block weights, large enough that every term matters.
+    `gated`: the SGU's output channels (half of `intermediate` by default,
+    the split gating's)."""
+    half = gated or intermediate // 2
     w = {
         "norm_gamma": 1 + 0.1 * rng.standard_normal(hidden),
         "norm_beta": 0.1 * rng.standard_normal(hidden),

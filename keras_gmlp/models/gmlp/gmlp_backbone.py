@@ -105,7 +105,8 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         vocabulary_size: int, the number of token ids.
         num_layers: int, the number of gMLP blocks.
         hidden_dim: int, the width of the token representations (d_model).
-        intermediate_dim: int, the width inside each block (d_ffn), even.
+        intermediate_dim: int, the width inside each block (d_ffn), even
+            for the split gating.
         max_sequence_length: int, the longest input the spatial weights
             cover.
         num_segments: int, the number of segment ids (2 for sentence pairs).
@@ -114,6 +115,10 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         causal: bool, whether token `i` may only see tokens `<= i`.
         dropout: float in `[0, 1)`, dropout on the embeddings and on each
             block's residual branch.
+        gating: str, the spatial gating unit's form: `"split"` (the paper's
+            final design) or one of the paper's ablations,
+            `"multiplicative"`, `"additive"`, `"linear"` (see
+            `keras_gmlp.layers.SpatialGatingUnit`).
         dtype: string or `keras.DTypePolicy`, the dtype policy of the
             computations and weights. Norms and softmax run in float32.
         **kwargs: standard `keras.Model` arguments such as `name`.
@@ -156,6 +161,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         attention_dim=None,
         causal=False,
         dropout=0.1,
+        gating="split",
         dtype=None,
         **kwargs,
     ):
@@ -181,6 +187,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
             attention_dim,
             causal,
             dropout,
+            gating,
             dtype,
         )
 
@@ -198,6 +205,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         self.attention_dim = attention_dim
         self.causal = bool(causal)
         self.dropout = dropout
+        self.gating = gating
 
     def _create_layers(
         self,
@@ -210,6 +218,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         attention_dim,
         causal,
         dropout,
+        gating,
         dtype,
     ):
         """Creates the layers, in the order the saved weights list them."""
@@ -239,6 +248,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
                 attention_dim=attention_dim,
                 causal=causal,
                 dropout=dropout,
+                gating=gating,
                 layer_norm_epsilon=1e-6,
                 dtype=dtype,
                 name=f"gmlp_block_{i}",
@@ -272,6 +282,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
                 "attention_dim": self.attention_dim,
                 "causal": self.causal,
                 "dropout": self.dropout,
+                "gating": self.gating,
             }
         )
         return config

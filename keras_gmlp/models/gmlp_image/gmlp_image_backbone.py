@@ -40,7 +40,11 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
         num_layers: int, number of gMLP blocks.
         hidden_dim: int, token width (d_model).
         intermediate_dim: int, width of each block's gated expansion
-            (d_ffn), even.
+            (d_ffn), even for the split gating.
+        gating: str, the spatial gating unit's form: `"split"` (the paper's
+            design, and timm's) or an ablation of the paper's Table 3,
+            `"multiplicative"`, `"additive"` or `"linear"` (see
+            `keras_gmlp.layers.SpatialGatingUnit`).
 {COMMON_BACKBONE_ARGS_DOC}
 
     Examples:
@@ -73,6 +77,7 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
         drop_path_rate=0.0,
         data_format=None,
         dtype=None,
+        gating="split",
         **kwargs,
     ):
         check_backbone_arguments(
@@ -83,14 +88,14 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
             drop_path_rate,
             data_format,
         )
-        if intermediate_dim % 2:
+        if intermediate_dim % 2 and gating == "split":
             raise ValueError(
                 "`intermediate_dim` must be even: the spatial gating unit "
                 "splits it in two halves. Received: "
                 f"intermediate_dim={intermediate_dim}"
             )
         super().__init__(
-            gmlp_block_factory(hidden_dim, intermediate_dim),
+            gmlp_block_factory(hidden_dim, intermediate_dim, gating),
             patch_size=patch_size,
             num_layers=num_layers,
             hidden_dim=hidden_dim,
@@ -101,8 +106,10 @@ class gMLPImageBackbone(PatchMLPImageBackbone):
             **kwargs,
         )
         self.intermediate_dim = intermediate_dim
+        self.gating = gating
 
     def get_config(self):
         config = super().get_config()
         config["intermediate_dim"] = self.intermediate_dim
+        config["gating"] = self.gating
         return config

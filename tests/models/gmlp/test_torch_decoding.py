@@ -19,7 +19,7 @@ VOCABULARY_SIZE = 40
 TORCH = keras.backend.backend() == "torch"
 
 
-def _causal_lm(attention_dim=None, dtype=None):
+def _causal_lm(attention_dim=None, dtype=None, gating="split"):
     backbone = gMLPBackbone(
         vocabulary_size=VOCABULARY_SIZE,
         num_layers=2,
@@ -30,6 +30,7 @@ def _causal_lm(attention_dim=None, dtype=None):
         causal=True,
         dropout=0.0,
         dtype=dtype,
+        gating=gating,
     )
     # Every weight, the spatial bias (ones) and kernel (near zero) included:
     # equal values would hide an indexing bug.
@@ -122,14 +123,15 @@ def test_fast_step_equals_the_layers_cached_path(rng, attention_dim):
 
 
 def test_fast_step_is_skipped_where_it_would_differ():
-    """Mixed precision, int8 and LoRA change what the layers compute, so
-    generation takes the layers' path for them."""
+    """Mixed precision, int8, LoRA and the gating ablations change what the
+    layers compute, so generation takes the layers' path for them."""
     mixed = _causal_lm(dtype="mixed_bfloat16")
     quantized = _causal_lm()
     quantized.quantize("int8")
     adapted = _causal_lm()
     adapted.backbone.gmlp_blocks[0].expand_dense.enable_lora(2)
-    for model in (mixed, quantized, adapted):
+    additive = _causal_lm(gating="additive")
+    for model in (mixed, quantized, adapted, additive):
         assert _fast_step(model) is None
 
 

@@ -117,7 +117,7 @@ BUGS = [
         "applications/_shared/flags.py",
         'lambda v: v > 0, "above 0"',
         'lambda v: v >= 0, "above 0"',
-        ["tests/applications/programs/test_program_flags.py"],
+        ["tests/applications/units/test_flag_edges.py"],
     ),
     (
         "The image program validates on the test images (checkpoint chosen on test)",

@@ -14,6 +14,14 @@ majority class scores 25%. The validation accuracy chooses the best epoch
 (and, with --patience, stops training); the test accuracy of that model is
 reported once, next to the majority-class baseline.
 
+--offline-task same-module is the offline sentence-pair task: do two
+paragraphs come from the same module file? The pairs are [CLS] first
+[SEP] second [SEP], half from one file, half from two files of the same
+package (so the package alone does not tell), drawn within each split's
+module files, the same files as the single-paragraph task; guessing scores
+50%. The paper found gMLP behind BERT on sentence pairs and a tiny
+attention closing the gap (aMLP).
+
 --dataset takes a tensorflow-datasets classification task prepared under
 --data-dir: glue/sst2 (single sentences), glue/mnli (sentence pairs,
 scored on validation_matched), glue/qnli, glue/rte, imdb_reviews,
@@ -78,6 +86,7 @@ TASKS = {
 }
 FAST_EXAMPLES = {"train": 24, "validation": 12, "test": 12}
 PARTS = ("train", "validation", "test")
+OFFLINE_TASKS = ("package", "same-module")
 # The flags that define the model and its data: a resumed run must have
 # the same (run_state.json keeps them).
 MODEL_FLAGS = (
@@ -85,10 +94,38 @@ MODEL_FLAGS = (
     "dataset",
     "dropout",
     "lora_rank",
+    "offline_task",
     "test_fraction",
     "fast",
     *STEP_RUN_FLAGS,
 )
+
+
+def add_task_flags(parser):
+    """The flags that choose the task and its splits."""
+    parser.add_argument(
+        "--dataset",
+        help="a tensorflow-datasets task instead of the offline one, "
+        f"e.g. {', '.join(TASKS)}",
+    )
+    parser.add_argument(
+        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
+    )
+    parser.add_argument(
+        "--offline-task",
+        choices=OFFLINE_TASKS,
+        default=OFFLINE_TASKS[0],
+        help="the offline task: which package a paragraph comes from, or "
+        "whether two paragraphs come from the same module (sentence pairs)",
+    )
+    parser.add_argument(
+        "--test-fraction",
+        type=fraction,
+        default=0.25,
+        help="share of paragraphs held out for test in the offline task (half "
+        "as many validate; whole module files); share of --dataset's train "
+        "examples kept for validation",
+    )
 
 
 def parse_args(argv=None):
@@ -99,14 +136,7 @@ def parse_args(argv=None):
         default=DEFAULT_PRESET,
         help="the pretrained preset directory to start from",
     )
-    parser.add_argument(
-        "--dataset",
-        help="a tensorflow-datasets task instead of the offline one, "
-        f"e.g. {', '.join(TASKS)}",
-    )
-    parser.add_argument(
-        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
-    )
+    add_task_flags(parser)
     parser.add_argument(
         "--learning-rate",
         type=positive_float,
@@ -128,14 +158,6 @@ def parse_args(argv=None):
         help="fine-tune LoRA factors of this rank on the encoder's channel "
         "projections (backbone.enable_lora) and the head, the other encoder "
         "weights frozen (default: every weight trains)",
-    )
-    parser.add_argument(
-        "--test-fraction",
-        type=fraction,
-        default=0.25,
-        help="share of paragraphs held out for test in the offline task (half "
-        "as many validate; whole module files); share of --dataset's train "
-        "examples kept for validation",
     )
     add_text_file_flags(parser, with_vocabulary=False)
     add_step_flags(parser)
@@ -172,6 +194,15 @@ def checked_preset(parser, path):
 
 def package_split(package, rng, fraction):
     """{"train", "validation", "test"} -> (paragraphs, module files) of one
+    package (`package_files`)."""
+    return {
+        part: ([t for name in sorted(files) for t in files[name]], sorted(files))
+        for part, files in package_files(package, rng, fraction).items()
+    }
+
+
+def package_files(package, rng, fraction):
+    """{"train", "validation", "test"} -> {module file: paragraphs} of one
     package: whole files, in a fixed random order, go to the test set until
     it holds about `fraction` of the package's paragraphs, and to the
     validation set until it holds about half that; the rest to train."""
@@ -213,8 +244,7 @@ def package_split(package, rng, fraction):
     if not chosen["train"]:  # too few files: the last one trains
         chosen["train"].append((chosen["validation"] or chosen["test"]).pop())
     return {
-        part: ([t for name in sorted(names) for t in texts_of[name]], sorted(names))
-        for part, names in chosen.items()
+        part: {name: texts_of[name] for name in names} for part, names in chosen.items()
     }
 
 
@@ -253,6 +283,68 @@ def offline_task(args):
     return data, list(PACKAGES), names
 
 
+def module_pair_task(args):
+    """The offline sentence-pair task, as `offline_task` returns it: each
+    part's pairs come from its own module files (`package_files`), label 1
+    for two paragraphs of one file, 0 for two files of one package; one
+    pair per paragraph of the files `paired_files` keeps, balanced."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    packages = {part: [] for part in PARTS}
+    for package in PACKAGES:
+        for part, files in package_files(package, rng, args.test_fraction).items():
+            packages[part].append(files)
+    data = {}
+    for part in PARTS:
+        kept = paired_files(packages[part])
+        texts = [list(files.values()) for files in kept]
+        starts = [(p, f, i) for p, files in enumerate(texts)
+                  for f, paragraphs in enumerate(files) for i in range(len(paragraphs))]  # fmt: skip
+        starts = [starts[i] for i in rng.permutation(len(starts))]
+        if args.fast:
+            starts = starts[: FAST_EXAMPLES[part]]
+        pairs, labels = [], []
+        for number, (p, f, i) in enumerate(starts):
+            label = number % 2
+            others = [
+                text
+                for g, paragraphs in enumerate(texts[p])
+                for j, text in enumerate(paragraphs)
+                if ((g == f and j != i) if label else g != f)
+            ]
+            pairs.append((texts[p][f][i], others[rng.integers(len(others))]))
+            labels.append(label)
+        data[part] = {
+            "texts": tuple(map(list, zip(*pairs))),
+            "labels": np.array(labels, dtype="int32"),
+            "files": sorted(name for files in kept for name in files),
+        }
+    names = {part: f"pairs from {part} module files" for part in PARTS}
+    return data, ["other module", "same module"], names
+
+
+def paired_files(packages):
+    """Per package ({module file: paragraphs}), its files' paragraphs that
+    no other file holds (a docstring repeated in two files would make a
+    pair "other module" that one module holds), for files left with two or
+    more; packages left with fewer than two files are dropped."""
+    import collections
+
+    counts = collections.Counter(
+        text for files in packages for texts in files.values() for text in set(texts)
+    )
+    kept = []
+    for files in packages:
+        unique = {
+            name: [t for t in texts if counts[t] == 1] for name, texts in files.items()
+        }
+        unique = {name: texts for name, texts in unique.items() if len(texts) > 1}
+        if len(unique) > 1:
+            kept.append(unique)
+    return kept
+
+
 def example_source(description, make, examples=None):
     """A DocumentSource of (texts, label) examples: `texts` a tuple of one
     string (a sentence) or two (a pair)."""
@@ -261,14 +353,15 @@ def example_source(description, make, examples=None):
     return DocumentSource(description, make, examples)
 
 
-def memory_task_sources(data):
-    """Sources of the offline task's in-memory parts."""
+def memory_task_sources(data, unit="paragraphs"):
+    """Sources of the offline task's in-memory parts (`unit`: what one
+    example is, for the descriptions)."""
     import tensorflow as tf
 
     def source(part):
         texts, labels = data[part]["texts"], data[part]["labels"]
         return example_source(
-            f"{len(labels)} {part} paragraphs",
+            f"{len(labels)} {part} {unit}",
             lambda: tf.data.Dataset.from_tensor_slices((tuple(texts), labels)),
             len(labels),
         )
@@ -483,6 +576,10 @@ def load_task(parser, args):
         return *file_task(parser, args), args.train_files
     if args.dataset:
         return *tfds_task(parser, args), args.dataset
+    if args.offline_task == "same-module":
+        data, class_names, names = module_pair_task(args)
+        task_name = "stdlib docstring paragraph pairs: same module file or not"
+        return memory_task_sources(data, "pairs"), class_names, names, task_name
     data, class_names, names = offline_task(args)
     task_name = "stdlib docstring paragraphs: " + " / ".join(PACKAGES)
     return memory_task_sources(data), class_names, names, task_name

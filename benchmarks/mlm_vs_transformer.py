@@ -3,7 +3,10 @@
 The paper's central language claim ("Pay Attention to MLPs", Table 3-4): at
 equal parameter count gMLP reaches the MLM perplexity of a Transformer and
 aMLP, with one tiny attention head per block, beats it. This program checks
-the ordering at small scale on text every CPython install carries.
+the ordering at small scale on text every CPython install carries. It also
+runs the paper's gating ablation (Table 3): gMLP with the linear, additive
+and multiplicative (unsplit) spatial gating units, and an MLP-Mixer of
+`keras_gmlp.layers.MixerBlock`s (padding masked) at the same size.
 
 Everything but the model is shared: the corpus (the Python Language
 Reference in `pydoc_data.topics` plus the docstrings of the standard
@@ -37,8 +40,33 @@ import sys
 import tempfile
 import time
 
-MODELS = ("bert", "gmlp", "amlp")
-LABELS = {"bert": "BERT", "gmlp": "gMLP", "amlp": "aMLP"}
+# In the order of the paper's Table 3, then aMLP.
+MODELS = (
+    "bert",
+    "mixer",
+    "gmlp_linear",
+    "gmlp_additive",
+    "gmlp_multiplicative",
+    "gmlp",
+    "amlp",
+)
+LABELS = {
+    "bert": "BERT",
+    "mixer": "MLP-Mixer",
+    "gmlp_linear": "gMLP, linear f(Z)",
+    "gmlp_additive": "gMLP, additive Z + f(Z)",
+    "gmlp_multiplicative": "gMLP, multiplicative Z * f(Z)",
+    "gmlp": "gMLP (split Z1 * f(Z2))",
+    "amlp": "aMLP",
+}
+# The spatial gating unit's form of each gMLP model (SpatialGatingUnit).
+GATINGS = {
+    "gmlp_linear": "linear",
+    "gmlp_additive": "additive",
+    "gmlp_multiplicative": "multiplicative",
+    "gmlp": "split",
+    "amlp": "split",
+}
 BASENAME = "mlm_vs_transformer"
 
 
@@ -66,7 +94,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--models",
         default=",".join(MODELS),
-        help="comma-separated subset of bert,gmlp,amlp",
+        help=f"comma-separated subset of {','.join(MODELS)}",
     )
     parser.add_argument(
         "--seeds",
@@ -102,8 +130,8 @@ def parse_args(argv=None):
         "--gmlp-layers",
         type=positive_int,
         default=4,
-        help="gMLP and aMLP depth (the paper's gMLP is deeper "
-        "and narrower than BERT at equal size)",
+        help="depth of the MLP models (gMLPs, aMLP, MLP-Mixer; the paper's "
+        "gMLP is deeper and narrower than BERT at equal size)",
     )
     parser.add_argument(
         "--attention-dim",
@@ -275,12 +303,55 @@ def bert_parameter_counts(backbone):
     return embedding, backbone.count_params() - embedding - pooler
 
 
+def build_text_mixer(args, vocabulary_size, channels_mlp_dim):
+    """The paper's MLP-Mixer baseline for MLM: token and segment embeddings
+    (no positions: the token-mixing MLP is position-specific), MixerBlocks
+    with padding masked, a final norm; exactly `sequence_length` tokens, as
+    the windows are. Returns the functional encoder and its counts."""
+    import keras
+
+    from keras_gmlp.layers import MixerBlock
+
+    length = args.sequence_length
+    names = ("token_ids", "segment_ids", "padding_mask")
+    inputs = {name: keras.Input((length,), dtype="int32", name=name) for name in names}
+    initializer = keras.initializers.TruncatedNormal(stddev=0.02)
+    token_embedding = keras.layers.ReversibleEmbedding(
+        vocabulary_size, args.hidden_dim, embeddings_initializer=initializer
+    )
+    segment_embedding = keras.layers.Embedding(
+        2, args.hidden_dim, embeddings_initializer=initializer
+    )
+    x = keras.layers.Add()(
+        [token_embedding(inputs["token_ids"]), segment_embedding(inputs["segment_ids"])]
+    )
+    x = keras.layers.Dropout(args.dropout)(x)
+    for index in range(args.gmlp_layers):
+        block = MixerBlock(
+            args.hidden_dim,
+            length,
+            channels_mlp_dim,
+            length,
+            dropout=args.dropout,
+            name=f"mixer_block_{index}",
+        )
+        x = block(x, padding_mask=inputs["padding_mask"])
+    x = keras.layers.LayerNormalization(epsilon=1e-6)(x)
+    encoder = keras.Model(inputs, x, name="text_mixer")
+    encoder.token_embedding = token_embedding
+    embedding = token_embedding.count_params() + segment_embedding.count_params()
+    return encoder, (embedding, encoder.count_params() - embedding)
+
+
 def build_backbone(name, args, vocabulary_size, intermediate_dim=None):
-    """The encoder and its (embedding, non-embedding) parameter counts."""
+    """The encoder and its (embedding, non-embedding) parameter counts;
+    `intermediate_dim` is the MLP models' d_ffn (the Mixer's channel MLP)."""
     import keras_hub
 
     from keras_gmlp.models import gMLPBackbone
 
+    if name == "mixer":
+        return build_text_mixer(args, vocabulary_size, intermediate_dim)
     if name == "bert":
         backbone = keras_hub.models.BertBackbone(
             vocabulary_size=vocabulary_size,
@@ -300,6 +371,7 @@ def build_backbone(name, args, vocabulary_size, intermediate_dim=None):
         max_sequence_length=args.sequence_length,
         attention_dim=args.attention_dim if name == "amlp" else None,
         dropout=args.dropout,
+        gating=GATINGS[name],
     )
     return backbone, (
         backbone.count_embedding_params(),
@@ -308,6 +380,7 @@ def build_backbone(name, args, vocabulary_size, intermediate_dim=None):
 
 
 def build_masked_lm(name, args, vocabulary_size, intermediate_dim=None):
+    import keras
     import keras_hub
 
     from keras_gmlp.models import gMLPMaskedLM
@@ -315,14 +388,26 @@ def build_masked_lm(name, args, vocabulary_size, intermediate_dim=None):
     backbone, _ = build_backbone(name, args, vocabulary_size, intermediate_dim)
     if name == "bert":
         return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-    return gMLPMaskedLM(backbone, preprocessor=None)
+    if name != "mixer":
+        return gMLPMaskedLM(backbone, preprocessor=None)
+    # gMLPMaskedLM's head, on the Mixer's output.
+    head = keras_hub.layers.MaskedLMHead(
+        vocabulary_size=vocabulary_size,
+        token_embedding=backbone.token_embedding,
+        intermediate_activation="gelu",
+        layer_norm_epsilon=1e-6,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+    )
+    positions = keras.Input((None,), dtype="int32", name="mask_positions")
+    outputs = head(backbone(backbone.input), positions)
+    return keras.Model({**backbone.input, "mask_positions": positions}, outputs)
 
 
 def matched_intermediate_dims(args, vocabulary_size, target):
     """The even d_ffn per MLP model whose non-embedding count is closest to
     `target`; the count is linear in d_ffn, so two builds fix it."""
     dims = {}
-    for name in ("gmlp", "amlp"):
+    for name in MODELS[1:]:
         low, high = 2, 4 * args.hidden_dim
         count_low = build_backbone(name, args, vocabulary_size, low)[1][1]
         count_high = build_backbone(name, args, vocabulary_size, high)[1][1]
@@ -353,7 +438,8 @@ def compile_model(model, args):
     )
 
 
-def train_one(name, seed, args, data, heldout, intermediate_dim):
+def train_one(name, seed, args, data, heldout, intermediate_dim, return_model=False):
+    """(curve, Toeplitz scores), and the trained model with `return_model`."""
     import keras
     import numpy as np
 
@@ -409,18 +495,18 @@ def train_one(name, seed, args, data, heldout, intermediate_dim):
             f"{curve[-1]['heldout_accuracy']:.3f} ({curve[-1]['seconds']:.0f} s)",
             flush=True,
         )
-    if initial_toeplitz is None:
-        return curve, None
-    return curve, {
+    toeplitz = initial_toeplitz and {
         "initial": initial_toeplitz,
         "trained": spatial_toeplitz_scores(name, model),
     }
+    return (curve, toeplitz, model) if return_model else (curve, toeplitz)
 
 
 def spatial_toeplitz_scores(name, model):
     """Per layer, how close the spatial weights are to Toeplitz (the paper's
-    observation about trained MLM models); None for BERT, which has none."""
-    if name == "bert":
+    observation about trained MLM models); None for BERT and the Mixer,
+    which have no spatial gating unit."""
+    if name in ("bert", "mixer"):
         return None
     from keras_gmlp.visualization import toeplitz_scores
 

@@ -119,8 +119,11 @@ def gmlp_block(x, w, mask=None, causal=False, gating="split"):
     return shortcut + z @ w["V"] + w["V_bias"]
 
 
-def mixer_block(x, w):
+def mixer_block(x, w, mask=None):
+    """mask: (B, n) bool; padded tokens enter the token-mixing MLP as 0."""
     y = layer_norm(x, w["norm1_gamma"], w["norm1_beta"], 1e-6)
+    if mask is not None:
+        y = np.where(mask[:, :, None], y, 0.0)
     y = np.swapaxes(y, 1, 2)
     y = gelu(y @ w["tok_fc1"] + w["tok_fc1_bias"]) @ w["tok_fc2"] + w["tok_fc2_bias"]
     x = x + np.swapaxes(y, 1, 2)

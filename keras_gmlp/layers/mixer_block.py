@@ -6,6 +6,7 @@ from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._quantization import serialized_dtype
+from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
@@ -21,6 +22,11 @@ class MixerBlock(keras.layers.Layer):
     along the token axis, so the block needs exactly `sequence_length`
     tokens.
 
+    For text, pad to `sequence_length` and pass `padding_mask`: padded
+    tokens then enter the token-mixing MLP as zeros, so the outputs of real
+    tokens do not depend on what the padded positions hold (the paper's
+    MLP-Mixer baseline for masked language modelling, its Table 3).
+
     Args:
         hidden_dim: int, channels of the input and output.
         tokens_mlp_dim: int, hidden width of the token-mixing MLP.
@@ -32,6 +38,12 @@ class MixerBlock(keras.layers.Layer):
         layer_norm_epsilon: float, epsilon of both norms.
         kernel_initializer: initializer of the MLP kernels.
         **kwargs: standard layer arguments such as `name` and `dtype`.
+
+    Call arguments:
+        inputs: tensor `(batch, sequence_length, hidden_dim)`.
+        padding_mask: optional boolean tensor `(batch, sequence_length)`,
+            true for real tokens.
+        training: bool, whether dropout and stochastic depth are active.
 
     Examples:
 
@@ -105,18 +117,18 @@ class MixerBlock(keras.layers.Layer):
             drop_path_rate, dtype=self.dtype_policy, name="drop_path"
         )
 
-    def build(self, input_shape):
-        check_rank(self.__class__.__name__, "inputs", input_shape, 3)
-        self._check_shape(input_shape)
-        self.token_norm.build(input_shape)
+    def build(self, inputs_shape, padding_mask_shape=None):
+        check_rank(self.__class__.__name__, "inputs", inputs_shape, 3)
+        self._check_shape(inputs_shape)
+        self.token_norm.build(inputs_shape)
         self.token_expand_dense.build((None, self.sequence_length))
         self.token_output_dense.build((None, self.tokens_mlp_dim))
-        self.channel_norm.build(input_shape)
+        self.channel_norm.build(inputs_shape)
         self.channel_expand_dense.build((None, self.hidden_dim))
         self.channel_output_dense.build((None, self.channels_mlp_dim))
         # Stateless, but `Model.quantize` refuses a model with unbuilt layers.
-        self.dropout_layer.build(input_shape)
-        self.drop_path.build(input_shape)
+        self.dropout_layer.build(inputs_shape)
+        self.drop_path.build(inputs_shape)
 
     def _check_shape(self, shape):
         if shape[1] not in (None, self.sequence_length) or shape[-1] != self.hidden_dim:
@@ -132,10 +144,17 @@ class MixerBlock(keras.layers.Layer):
         x = dense_on_last_axis(output_dense, x)
         return drop_branch(self.dropout_layer, self.drop_path, x, training)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, padding_mask=None, training=None):
         check_rank(self.__class__.__name__, "inputs", inputs.shape, 3)
         self._check_shape(inputs.shape)
-        tokens = ops.transpose(self.token_norm(inputs), (0, 2, 1))
+        check_padding_mask(self.__class__.__name__, inputs.shape, padding_mask)
+        normalized = self.token_norm(inputs)
+        if padding_mask is not None:
+            # Selected, not multiplied: 0 * NaN is NaN, and a padded
+            # position may hold anything.
+            real = ops.cast(padding_mask, "bool")[:, :, None]
+            normalized = ops.where(real, normalized, ops.zeros_like(normalized))
+        tokens = ops.transpose(normalized, (0, 2, 1))
         mixed = self._mlp(
             self.token_expand_dense, self.token_output_dense, tokens, training
         )
@@ -147,8 +166,8 @@ class MixerBlock(keras.layers.Layer):
             training,
         )
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return inputs_shape
 
     def get_config(self):
         config = super().get_config()

@@ -8,7 +8,8 @@ from tests.layers.helpers import outputs_in_training
 from tests.layers.helpers import to_numpy
 
 
-def test_forward_matches_numpy(rng):
+@pytest.mark.parametrize("masked", [False, True])
+def test_forward_matches_numpy(rng, masked):
     block = MixerBlock(
         hidden_dim=6, tokens_mlp_dim=5, channels_mlp_dim=10, sequence_length=4
     )
@@ -45,10 +46,28 @@ def test_forward_matches_numpy(rng):
     for variable, name in zip(targets, shapes):
         variable.assign(w[name])
     x = rng.standard_normal((3, 4, 6))
-    got = block(x.astype("float32"))
-    np.testing.assert_allclose(
-        to_numpy(got), ref.mixer_block(x, w), atol=1e-5, rtol=1e-5
+    mask = (
+        np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], bool) if masked else None
     )
+    got = block(x.astype("float32"), padding_mask=mask)
+    np.testing.assert_allclose(
+        to_numpy(got), ref.mixer_block(x, w, mask=mask), atol=1e-5, rtol=1e-5
+    )
+
+
+def test_padded_tokens_do_not_reach_real_ones(rng):
+    """Whatever the padded positions hold (NaN included), the real tokens'
+    outputs are the same."""
+    block = MixerBlock(6, 5, 10, 8)
+    x = rng.standard_normal((2, 8, 6)).astype("float32")
+    mask = np.arange(8)[None] < np.array([[5], [3]])
+    noisy = np.where(mask[:, :, None], x, 1e4 * rng.standard_normal(x.shape))
+    noisy[1, 6] = np.nan
+    first = to_numpy(block(x, padding_mask=mask))
+    second = to_numpy(block(noisy.astype("float32"), padding_mask=mask))
+    np.testing.assert_allclose(first[mask], second[mask], atol=1e-5)
+    with pytest.raises(ValueError, match="padding_mask"):
+        block(x, padding_mask=mask[:, :4])
 
 
 def test_config_round_trip():

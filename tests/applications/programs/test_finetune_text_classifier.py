@@ -114,6 +114,45 @@ def test_offline_task_splits_by_module_file():
     assert all(name.split("/")[0] in classes for name in train["files"])
 
 
+@pytest.mark.backend_independent
+def test_same_module_pairs_are_balanced_and_split_by_module():
+    """--offline-task same-module: label 1 exactly when one module file of
+    the pair's split holds both paragraphs; the other pairs come from two
+    files of one package; no file gives paragraphs to two splits."""
+    from keras_gmlp.utils import text_corpus
+
+    program = load_program("finetune_text_classifier")
+    args = types.SimpleNamespace(test_fraction=0.25, fast=False)
+    data, classes, _ = program.module_pair_task(args)
+    assert classes == ["other module", "same module"]
+    files = {part: set(data[part]["files"]) for part in program.PARTS}
+    assert not files["train"] & files["test"]
+    assert not files["train"] & files["validation"]
+    assert not files["validation"] & files["test"]
+    for part in program.PARTS:
+        paragraphs = {
+            name: {
+                paragraph
+                for docstring in text_corpus.module_docstrings(name)
+                for paragraph in text_corpus.paragraphs(docstring)
+            }
+            for name in files[part]
+        }
+        first, second = data[part]["texts"]
+        labels = data[part]["labels"]
+        assert abs(labels.mean() - 0.5) <= 1 / len(labels), part
+        for a, b, label in zip(first, second, labels):
+            holders = [n for n, texts in paragraphs.items() if {a, b} <= texts]
+            homes = [n for n, texts in paragraphs.items() if a in texts or b in texts]
+            assert bool(holders) == bool(label), (part, a, b)
+            packages = {name.split("/")[0] for name in homes}
+            assert len(packages) == 1 and len(homes) >= 1 + (1 - label), (a, b)
+    # The pairs reach the preprocessor as two segments.
+    sources = program.memory_task_sources(data)
+    (texts, label) = next(iter(sources["test"].dataset()))
+    assert len(texts) == 2 and int(label) == data["test"]["labels"][0]
+
+
 # Reading and packing the tasks is tf.data's on every backend; fine-tuning
 # is tested per backend by test_fast_default_writes_outputs.
 @pytest.mark.backend_independent

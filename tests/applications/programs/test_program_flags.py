@@ -3,7 +3,7 @@ checked when parsed, --weights checked by its first bytes, each default
 stated once in --help, output files that follow the umask, and TensorFlow's
 start-up lines held back.
 
-Cost: about 40 subprocesses that stop at a flag error before Keras is
+Cost: about 15 subprocesses that stop at a flag error before Keras is
 imported (well under a second each), and in-process checks on tiny files.
 """
 
@@ -51,41 +51,15 @@ def run_flags(program, *args, tmp_path):
     )
 
 
-# (program, flag, refused value): out of range, or not a finite number.
+# (program, flag, refused value), as a user meets them: a process that
+# exits 2 with one usage line. Every numeric flag's accepted and refused
+# edges are checked in-process (tests/applications/units/test_flag_edges.py);
+# these few, one per program and kind of value, check what the process does.
 REFUSED = [
     ("pretrain_mlm", "--learning-rate", "nan"),
-    ("pretrain_mlm", "--learning-rate", "0"),
-    ("pretrain_mlm", "--learning-rate", "-1"),
-    ("pretrain_mlm", "--weight-decay", "inf"),
     ("pretrain_mlm", "--dropout", "1"),
-    ("pretrain_mlm", "--heldout-fraction", "0"),
-    ("pretrain_mlm", "--num-layers", "0"),
-    ("pretrain_mlm", "--vocabulary-sample", "0"),
-    ("pretrain_mlm", "--steps", "0"),
-    ("pretrain_mlm", "--eval-batches", "0"),
-    ("pretrain_mlm", "--warmup-steps", "-1"),
-    ("pretrain_mlm", "--shuffle-buffer", "0"),
-    ("train_causal_lm", "--save-every", "0"),
-    ("finetune_text_classifier", "--eval-every", "0"),
-    ("train_causal_lm", "--learning-rate", "nan"),
     ("train_causal_lm", "--learning-rate", "-inf"),
-    ("train_causal_lm", "--batch-size", "0"),
-    ("train_causal_lm", "--heldout-fraction", "1"),
-    ("train_causal_lm", "--max-length", "0"),
-    ("train_causal_lm", "--seed", "-1"),
-    ("finetune_text_classifier", "--learning-rate", "0"),
-    ("finetune_text_classifier", "--weight-decay", "-0.1"),
     ("finetune_text_classifier", "--test-fraction", "0"),
-    ("finetune_text_classifier", "--dropout", "nan"),
-    ("finetune_text_classifier", "--epochs", "0"),
-    ("train_image_classifier", "--learning-rate", "0"),
-    ("train_image_classifier", "--learning-rate", "nan"),
-    ("train_image_classifier", "--adam-epsilon", "0"),
-    ("train_image_classifier", "--clip-norm", "-1"),
-    ("train_image_classifier", "--warmup-steps", "-1"),
-    ("train_image_classifier", "--label-smoothing", "1"),
-    ("train_image_classifier", "--mixup", "inf"),
-    ("train_image_classifier", "--drop-path-rate", "-0.5"),
     ("train_image_classifier", "--seed", str(2**32)),
     ("train_image_classifier", "--lora-rank", "0"),
 ]

@@ -11,8 +11,9 @@ from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
 from keras_gmlp.layers._validation import check_rank
 from keras_gmlp.layers._validation import check_rate
-from keras_gmlp.layers.spatial_gating_unit import GATINGS
 from keras_gmlp.layers.spatial_gating_unit import SpatialGatingUnit
+from keras_gmlp.layers.spatial_gating_unit import check_gating
+from keras_gmlp.layers.spatial_gating_unit import gated_channels
 from keras_gmlp.layers.stochastic_depth import StochasticDepth
 from keras_gmlp.layers.tiny_attention import TinyAttention
 
@@ -36,18 +37,14 @@ def _check_block_arguments(
         check_positive_int("attention_dim", attention_dim)
     check_rate("drop_path_rate", drop_path_rate)
     check_rate("dropout", dropout)
-    if gating not in GATINGS:
-        raise ValueError(
-            f"Argument `gating` must be one of {', '.join(map(repr, GATINGS))}. "
-            f"Received: gating={gating!r}"
-        )
+    check_gating(gating)
     if gating == "split" and intermediate_dim % 2:
         raise ValueError(
             "Argument `intermediate_dim` must be even: the spatial gating "
             "unit splits it in two halves. Received: "
             f"intermediate_dim={intermediate_dim}"
         )
-    gated = intermediate_dim // 2 if gating == "split" else intermediate_dim
+    gated = gated_channels(gating, intermediate_dim)
     if gated % num_heads:
         raise ValueError(
             f"Argument `num_heads` must divide the {gated} gated channels. "
@@ -157,9 +154,7 @@ class gMLPBlock(keras.layers.Layer):
         self.gating = gating
         # The channels the SGU outputs: what tiny attention adds to, the
         # output projection reads and the decoding cache holds.
-        self.gated_dim = (
-            intermediate_dim // 2 if gating == "split" else intermediate_dim
-        )
+        self.gated_dim = gated_channels(gating, intermediate_dim)
 
         self._create_sublayers()
 

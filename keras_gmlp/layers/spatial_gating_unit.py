@@ -13,6 +13,20 @@ from keras_gmlp.layers._validation import check_rank
 GATINGS = ("split", "multiplicative", "additive", "linear")
 
 
+def check_gating(gating):
+    if gating not in GATINGS:
+        raise ValueError(
+            f"Argument `gating` must be one of {', '.join(map(repr, GATINGS))}. "
+            f"Received: gating={gating!r}"
+        )
+
+
+def gated_channels(gating, channels):
+    """The channels a unit of this `gating` outputs (and projects) for
+    `channels` input channels: the split form gates half of them."""
+    return channels // 2 if gating == "split" else channels
+
+
 @keras.saving.register_keras_serializable(package="keras_gmlp")
 class _HeadwiseIdentity(keras.initializers.Initializer):
     """An identity matrix per head, for kernels of shape `(heads, n, n)`
@@ -124,11 +138,7 @@ class SpatialGatingUnit(keras.layers.Layer):
         super().__init__(**kwargs)
         check_positive_int("sequence_length", sequence_length)
         check_positive_int("num_heads", num_heads)
-        if gating not in GATINGS:
-            raise ValueError(
-                f"Argument `gating` must be one of {', '.join(map(repr, GATINGS))}. "
-                f"Received: gating={gating!r}"
-            )
+        check_gating(gating)
         if epsilon <= 0:
             raise ValueError(
                 f"Argument `epsilon` must be positive. Received: epsilon={epsilon}"
@@ -230,7 +240,7 @@ class SpatialGatingUnit(keras.layers.Layer):
     def gated_channels(self, channels):
         """The channels the unit outputs (and projects) for `channels`
         input channels."""
-        return channels // 2 if self.gating == "split" else channels
+        return gated_channels(self.gating, channels)
 
     def _built_channels(self):
         gated = self.norm.gamma.shape[-1]

@@ -681,55 +681,74 @@ def write_outputs(results, args):
     plot(results, args, output_dir / f"{BASENAME}.png")
 
 
-def merge(args):
-    """One comparison from the JSON of processes that ran different seeds
-    of the same configuration."""
-    # Settings that may differ between the processes of one comparison.
-    own = {"seeds", "first_seed", "merge", "backend"}
+def _read_parts(paths):
     parts = []
-    for path in args.merge:
+    for path in paths:
         try:
             parts.append(json.loads(pathlib.Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as error:
             raise SystemExit(f"--merge: cannot read {path}: {error}") from None
+    return parts
+
+
+def _merged_runs(paths, parts):
+    """{model: {seed: run}} from every part, refusing a model built two ways
+    or a seed of a model run twice."""
+    models, runs = {}, {}
+    for path, part in zip(paths, parts):
+        for name, model in part["models"].items():
+            if models.setdefault(name, model) != model:
+                raise SystemExit(f"--merge: {path} builds {name} differently")
+        # The seeds that finished: a stopped process lists seeds it never ran.
+        for name, part_runs in part["runs"].items():
+            for run in part_runs:
+                if run["seed"] in runs.setdefault(name, {}):
+                    raise SystemExit(
+                        f"--merge: the files share seeds: {name} seed {run['seed']}"
+                    )
+                runs[name][run["seed"]] = run
+    return models, runs
+
+
+def merge(args):
+    """One comparison from the JSON of processes that ran other seeds or
+    other models of the same configuration."""
+    # Settings that may differ between the processes of one comparison.
+    own = {"seeds", "first_seed", "merge", "backend", "models"}
+    parts = _read_parts(args.merge)
     first = parts[0]
     shared = lambda part: (  # noqa: E731
         {k: v for k, v in part["config"].items() if k not in own},
         part["backend"],
         part["corpus"],
-        part["models"],
     )
     for path, part in zip(args.merge[1:], parts[1:]):
         if shared(part) != shared(first):
             raise SystemExit(
-                f"--merge: {path} has another configuration, corpus "
-                f"or models than {args.merge[0]}"
+                f"--merge: {path} has another configuration or corpus "
+                f"than {args.merge[0]}"
             )
-    # The seeds that finished: a stopped process lists seeds it never ran.
-    seeds = [run["seed"] for part in parts for run in next(iter(part["runs"].values()))]
-    if len(set(seeds)) != len(seeds):
-        raise SystemExit(f"--merge: the files share seeds: {sorted(seeds)}")
+    models, runs = _merged_runs(args.merge, parts)
+    names = [name for name in MODELS if runs.get(name)]
+    seeds = sorted({seed for name in names for seed in runs[name]})
     results = dict(first)
     results["command"] = [part["command"] for part in parts]
-    results["seeds"] = sorted(seeds)
+    results["seeds"] = seeds
     # How the processes shared the machine is not recorded. The sum is the
     # wall time when they ran one after another (the faster way on 2 cores);
     # the longest is kept for processes run side by side.
     results["process_seconds"] = [part["seconds"] for part in parts]
     results["seconds"] = sum(results["process_seconds"])
+    results["models"] = {name: models[name] for name in names}
     results["runs"] = {
-        name: sorted(
-            (run for part in parts for run in part["runs"][name]),
-            key=lambda run: run["seed"],
-        )
-        for name in first["runs"]
+        name: [runs[name][s] for s in sorted(runs[name])] for name in names
     }
     merged_args = argparse.Namespace(
-        **{**first["config"], "output_dir": args.output_dir}
+        **{**first["config"], "output_dir": args.output_dir, "models": names}
     )
-    merged_args.models = list(first["runs"])
     results["config"] = {
         **first["config"],
+        "models": names,
         "seeds": len(seeds),
         "first_seed": min(seeds),
     }
@@ -737,7 +756,7 @@ def merge(args):
     write_outputs(results, merged_args)
     print(table(results, merged_args))
     print(
-        f"{len(seeds)} seeds from {len(parts)} processes: "
+        f"{len(names)} models, seeds {seeds}, from {len(parts)} processes: "
         f"{results['seconds'] / 60:.1f} min in all, the longest "
         f"{max(results['process_seconds']) / 60:.1f} min; outputs in {args.output_dir}"
     )

@@ -112,12 +112,42 @@ def _check_merge(tmp_path, results):
         module.main(
             ["--output-dir", str(merged_dir), "--merge", str(first), str(first)]
         )
+    _check_merge_of_models(tmp_path, results, module)
     other["config"]["steps"] += 1
     second.write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="another configuration"):
         module.main(
             ["--output-dir", str(merged_dir), "--merge", str(first), str(second)]
         )
+
+
+def _check_merge_of_models(tmp_path, results, module):
+    """Processes that each ran other models (one model and seed per process)
+    merge into one comparison in the benchmark's model order."""
+    names = list(results["runs"])
+    paths = []
+    for index, name in enumerate(reversed(names)):
+        part = json.loads(json.dumps(results))
+        part["config"]["models"] = [name]
+        part["models"] = {name: results["models"][name]}
+        part["runs"] = {name: results["runs"][name]}
+        paths.append(tmp_path / f"model{index}.json")
+        paths[-1].write_text(json.dumps(part))
+    merged_dir = tmp_path / "merged_models"
+    module.main(["--output-dir", str(merged_dir), "--merge", *map(str, paths)])
+    merged = json.loads((merged_dir / "mlm_vs_transformer.json").read_text())
+    assert list(merged["runs"]) == names == merged["config"]["models"]
+    assert merged["runs"] == results["runs"]
+    assert merged["summary"] == json.loads(json.dumps(results["summary"]))
+    # Another seed of a model, built another way, is not the same comparison.
+    clash = json.loads(paths[0].read_text())
+    clash["models"][names[-1]]["intermediate_dim"] += 1
+    for run in clash["runs"][names[-1]]:
+        run["seed"] = 7
+    paths.append(tmp_path / "clash.json")
+    paths[-1].write_text(json.dumps(clash))
+    with pytest.raises(SystemExit, match="builds .* differently"):
+        module.main(["--output-dir", str(merged_dir), "--merge", *map(str, paths)])
 
 
 def test_flags_are_checked_before_keras_is_imported(tmp_path):

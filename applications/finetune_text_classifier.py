@@ -19,8 +19,11 @@ paragraphs come from the same module file? The pairs are [CLS] first
 [SEP] second [SEP], half from one file, half from two files of the same
 package (so the package alone does not tell), drawn within each split's
 module files, the same files as the single-paragraph task; guessing scores
-50%. The paper found gMLP behind BERT on sentence pairs and a tiny
-attention closing the gap (aMLP).
+50%. --offline-task same-package asks the same of packages: half the
+pairs from one package, half from two, so a pair is told by comparing
+its two paragraphs, as the single-paragraph task's package signal lets
+a model do. The paper found gMLP behind BERT on sentence pairs and a
+tiny attention closing the gap (aMLP).
 
 --dataset takes a tensorflow-datasets classification task prepared under
 --data-dir: glue/sst2 (single sentences), glue/mnli (sentence pairs,
@@ -86,7 +89,7 @@ TASKS = {
 }
 FAST_EXAMPLES = {"train": 24, "validation": 12, "test": 12}
 PARTS = ("train", "validation", "test")
-OFFLINE_TASKS = ("package", "same-module")
+OFFLINE_TASKS = ("package", "same-module", "same-package")
 # The flags that define the model and its data: a resumed run must have
 # the same (run_state.json keeps them).
 MODEL_FLAGS = (
@@ -116,7 +119,8 @@ def add_task_flags(parser):
         choices=OFFLINE_TASKS,
         default=OFFLINE_TASKS[0],
         help="the offline task: which package a paragraph comes from, or "
-        "whether two paragraphs come from the same module (sentence pairs)",
+        "whether two paragraphs come from the same module file or package "
+        "(sentence pairs)",
     )
     parser.add_argument(
         "--test-fraction",
@@ -284,10 +288,24 @@ def offline_task(args):
 
 
 def module_pair_task(args):
-    """The offline sentence-pair task, as `offline_task` returns it: each
-    part's pairs come from its own module files (`package_files`), label 1
-    for two paragraphs of one file, 0 for two files of one package; one
-    pair per paragraph of the files `paired_files` keeps, balanced."""
+    """--offline-task same-module: label 1 for two paragraphs of one module
+    file, 0 for two files of one package (`paragraph_pair_task`)."""
+    return paragraph_pair_task(args, "module")
+
+
+def package_pair_task(args):
+    """--offline-task same-package: label 1 for two files of one package, 0
+    for two packages (`paragraph_pair_task`)."""
+    return paragraph_pair_task(args, "package")
+
+
+def paragraph_pair_task(args, same):
+    """An offline sentence-pair task, as `offline_task` returns it: each
+    part's pairs come from its own module files (`package_files`), one pair
+    per paragraph of the files `paired_files` keeps, balanced; label 1 for
+    two paragraphs that share a `same` ("module" file or "package"), 0 for
+    two from the next level up (two files of one package, or two
+    packages), so the level above alone does not tell."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -297,23 +315,19 @@ def module_pair_task(args):
             packages[part].append(files)
     data = {}
     for part in PARTS:
-        kept = paired_files(packages[part])
+        kept = paired_files(packages[part], same)
         texts = [list(files.values()) for files in kept]
-        starts = [(p, f, i) for p, files in enumerate(texts)
+        places = [(p, f, i) for p, files in enumerate(texts)
                   for f, paragraphs in enumerate(files) for i in range(len(paragraphs))]  # fmt: skip
-        starts = [starts[i] for i in rng.permutation(len(starts))]
+        starts = [places[i] for i in rng.permutation(len(places))]
         if args.fast:
             starts = starts[: FAST_EXAMPLES[part]]
         pairs, labels = [], []
-        for number, (p, f, i) in enumerate(starts):
+        for number, start in enumerate(starts):
             label = number % 2
-            others = [
-                text
-                for g, paragraphs in enumerate(texts[p])
-                for j, text in enumerate(paragraphs)
-                if ((g == f and j != i) if label else g != f)
-            ]
-            pairs.append((texts[p][f][i], others[rng.integers(len(others))]))
+            others = [place for place in places if _pairs(start, place, same) == label]
+            p, f, i = others[rng.integers(len(others))]
+            pairs.append((texts[start[0]][start[1]][start[2]], texts[p][f][i]))
             labels.append(label)
         data[part] = {
             "texts": tuple(map(list, zip(*pairs))),
@@ -321,26 +335,40 @@ def module_pair_task(args):
             "files": sorted(name for files in kept for name in files),
         }
     names = {part: f"pairs from {part} module files" for part in PARTS}
-    return data, ["other module", "same module"], names
+    return data, [f"other {same}", f"same {same}"], names
 
 
-def paired_files(packages):
+def _pairs(start, place, same):
+    """1 if the paragraphs at (package, file, paragraph) `start` and `place`
+    make a "same" pair, 0 if an "other" pair, None if neither."""
+    same_package, same_file = start[0] == place[0], start[:2] == place[:2]
+    if start == place or (same == "module" and not same_package):
+        return None
+    return int(same_file if same == "module" else same_package)
+
+
+def paired_files(packages, same="module"):
     """Per package ({module file: paragraphs}), its files' paragraphs that
     no other file holds (a docstring repeated in two files would make a
-    pair "other module" that one module holds), for files left with two or
-    more; packages left with fewer than two files are dropped."""
+    pair "other module" or "other package" that one file holds). For
+    `same="module"`, files left with two or more paragraphs in packages
+    left with two or more such files; for "package", packages left with
+    two or more paragraphs."""
     import collections
 
     counts = collections.Counter(
         text for files in packages for texts in files.values() for text in set(texts)
     )
+    fewest = 2 if same == "module" else 1
     kept = []
     for files in packages:
+        # Once each: a paragraph twice in one file would pair with itself.
         unique = {
-            name: [t for t in texts if counts[t] == 1] for name, texts in files.items()
+            name: list(dict.fromkeys(t for t in texts if counts[t] == 1))
+            for name, texts in files.items()
         }
-        unique = {name: texts for name, texts in unique.items() if len(texts) > 1}
-        if len(unique) > 1:
+        unique = {name: texts for name, texts in unique.items() if len(texts) >= fewest}
+        if (len(unique) if same == "module" else sum(map(len, unique.values()))) > 1:
             kept.append(unique)
     return kept
 
@@ -576,9 +604,10 @@ def load_task(parser, args):
         return *file_task(parser, args), args.train_files
     if args.dataset:
         return *tfds_task(parser, args), args.dataset
-    if args.offline_task == "same-module":
-        data, class_names, names = module_pair_task(args)
-        task_name = "stdlib docstring paragraph pairs: same module file or not"
+    if args.offline_task != "package":
+        same = args.offline_task.removeprefix("same-")
+        data, class_names, names = paragraph_pair_task(args, same)
+        task_name = f"stdlib docstring paragraph pairs: same {same} or not"
         return memory_task_sources(data, "pairs"), class_names, names, task_name
     data, class_names, names = offline_task(args)
     task_name = "stdlib docstring paragraphs: " + " / ".join(PACKAGES)

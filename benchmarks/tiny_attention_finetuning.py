@@ -9,10 +9,11 @@ program checks it at small scale and offline:
    the corpus, vocabulary, masking and schedule of
    `benchmarks/mlm_vs_transformer.py` (its functions; `--steps` of it);
 2. fine-tunes each, from the same pretrained weights, with `--seeds` seeds
-   on the two offline tasks of `applications/finetune_text_classifier.py`:
+   on the three offline tasks of `applications/finetune_text_classifier.py`:
    single paragraphs (which of four standard-library packages; majority
-   25%) and paragraph pairs (the same module file or not; majority 50%),
-   split by module file as the program splits them;
+   25%) and paragraph pairs (the same package or not, and the same module
+   file or not; majority 50%), split by module file as the program splits
+   them;
 3. reports the test accuracy at the epoch of best validation accuracy.
 
     python benchmarks/tiny_attention_finetuning.py --output-dir runs/pairs
@@ -34,7 +35,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("bert", "gmlp", "amlp")
-TASKS = ("package", "same-module")
+TASKS = ("package", "same-package", "same-module")
 BASENAME = "tiny_attention_finetuning"
 
 
@@ -163,6 +164,7 @@ def load_tasks(args):
     flags = argparse.Namespace(test_fraction=0.25, fast=args.quick)
     return {
         "package": program.offline_task(flags)[:2],
+        "same-package": program.package_pair_task(flags)[:2],
         "same-module": program.module_pair_task(flags)[:2],
     }
 

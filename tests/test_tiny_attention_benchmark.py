@@ -22,14 +22,15 @@ def _benchmark():
 # The harness, not the backend, is what this checks: CI runs it in one lane.
 @pytest.mark.slow
 @pytest.mark.backend_independent
-def test_quick_run_fine_tunes_each_model_on_both_tasks(tmp_path, capsys):
+def test_quick_run_fine_tunes_each_model_on_each_task(tmp_path, capsys):
     module = _benchmark()
     module.main(["--quick", "--output-dir", str(tmp_path)])
     results = json.loads((tmp_path / "tiny_attention_finetuning.json").read_text())
     assert set(results["pretraining_perplexity"]) == set(module.MODELS)
-    assert set(results["tasks"]) == {"package", "same-module"}
-    # Four balanced packages, and pairs half from one module file.
+    assert set(results["tasks"]) == {"package", "same-package", "same-module"}
+    # Four balanced packages, and pairs half from one package or module file.
     assert results["tasks"]["package"]["majority"] == 0.25
+    assert results["tasks"]["same-package"]["majority"] == 0.5
     assert results["tasks"]["same-module"]["majority"] == 0.5
     for task, outcome in results["tasks"].items():
         for name in module.MODELS:

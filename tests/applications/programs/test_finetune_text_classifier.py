@@ -115,16 +115,18 @@ def test_offline_task_splits_by_module_file():
 
 
 @pytest.mark.backend_independent
-def test_same_module_pairs_are_balanced_and_split_by_module():
-    """--offline-task same-module: label 1 exactly when one module file of
-    the pair's split holds both paragraphs; the other pairs come from two
-    files of one package; no file gives paragraphs to two splits."""
+@pytest.mark.parametrize("same", ["module", "package"])
+def test_pairs_are_balanced_and_split_by_module(same):
+    """--offline-task same-module / same-package: label 1 exactly when one
+    module file (one package) of the pair's split holds both paragraphs;
+    the other pairs come from two files of one package (two packages); no
+    file gives paragraphs to two splits."""
     from keras_gmlp.utils import text_corpus
 
     program = load_program("finetune_text_classifier")
     args = types.SimpleNamespace(test_fraction=0.25, fast=False)
-    data, classes, _ = program.module_pair_task(args)
-    assert classes == ["other module", "same module"]
+    data, classes, _ = program.paragraph_pair_task(args, same)
+    assert classes == [f"other {same}", f"same {same}"]
     files = {part: set(data[part]["files"]) for part in program.PARTS}
     assert not files["train"] & files["test"]
     assert not files["train"] & files["validation"]
@@ -142,11 +144,17 @@ def test_same_module_pairs_are_balanced_and_split_by_module():
         labels = data[part]["labels"]
         assert abs(labels.mean() - 0.5) <= 1 / len(labels), part
         for a, b, label in zip(first, second, labels):
-            holders = [n for n, texts in paragraphs.items() if {a, b} <= texts]
-            homes = [n for n, texts in paragraphs.items() if a in texts or b in texts]
-            assert bool(holders) == bool(label), (part, a, b)
-            packages = {name.split("/")[0] for name in homes}
-            assert len(packages) == 1 and len(homes) >= 1 + (1 - label), (a, b)
+            assert a != b
+            homes = {
+                text: {n for n, texts in paragraphs.items() if text in texts}
+                for text in (a, b)
+            }
+            if same == "package":
+                homes = {t: {n.split("/")[0] for n in h} for t, h in homes.items()}
+            assert bool(homes[a] & homes[b]) == bool(label), (part, a, b)
+            packages = {n.split("/")[0] for h in homes.values() for n in h}
+            if same == "module":
+                assert len(packages) == 1, (a, b)
     # The pairs reach the preprocessor as two segments.
     sources = program.memory_task_sources(data)
     (texts, label) = next(iter(sources["test"].dataset()))

@@ -294,8 +294,8 @@ def module_pair_task(args):
 
 
 def package_pair_task(args):
-    """--offline-task same-package: label 1 for two files of one package, 0
-    for two packages (`paragraph_pair_task`)."""
+    """--offline-task same-package: label 1 for two paragraphs of one
+    package, 0 for two packages (`paragraph_pair_task`)."""
     return paragraph_pair_task(args, "package")
 
 

@@ -22,8 +22,9 @@ module files, the same files as the single-paragraph task; guessing scores
 50%. --offline-task same-package asks the same of packages: half the
 pairs from one package, half from two, so a pair is told by comparing
 its two paragraphs, as the single-paragraph task's package signal lets
-a model do. The paper found gMLP behind BERT on sentence pairs and a
-tiny attention closing the gap (aMLP).
+a model do. --pairs-per-paragraph k starts k pairs from each paragraph,
+"same" and "other" in turn (k times the examples). The paper found gMLP
+behind BERT on sentence pairs and a tiny attention closing the gap (aMLP).
 
 --dataset takes a tensorflow-datasets classification task prepared under
 --data-dir: glue/sst2 (single sentences), glue/mnli (sentence pairs,
@@ -98,6 +99,7 @@ MODEL_FLAGS = (
     "dropout",
     "lora_rank",
     "offline_task",
+    "pairs_per_paragraph",
     "test_fraction",
     "fast",
     *STEP_RUN_FLAGS,
@@ -121,6 +123,13 @@ def add_task_flags(parser):
         help="the offline task: which package a paragraph comes from, or "
         "whether two paragraphs come from the same module file or package "
         "(sentence pairs)",
+    )
+    parser.add_argument(
+        "--pairs-per-paragraph",
+        type=positive_int,
+        default=1,
+        help="the pair tasks' pairs per first paragraph, 'same' and 'other' "
+        "in turn, each with another second paragraph while one is left",
     )
     parser.add_argument(
         "--test-fraction",
@@ -301,8 +310,9 @@ def package_pair_task(args):
 
 def paragraph_pair_task(args, same):
     """An offline sentence-pair task, as `offline_task` returns it: each
-    part's pairs come from its own module files (`package_files`), one pair
-    per paragraph of the files `paired_files` keeps, balanced; label 1 for
+    part's pairs come from its own module files (`package_files`),
+    `args.pairs_per_paragraph` pairs starting from each paragraph of the
+    files `paired_files` keeps, balanced; label 1 for
     two paragraphs that share a `same` ("module" file or "package"), 0 for
     two from the next level up (two files of one package, or two
     packages), so the level above alone does not tell."""
@@ -324,11 +334,20 @@ def paragraph_pair_task(args, same):
             starts = starts[: FAST_EXAMPLES[part]]
         pairs, labels = [], []
         for number, start in enumerate(starts):
-            label = number % 2
-            others = [place for place in places if _pairs(start, place, same) == label]
-            p, f, i = others[rng.integers(len(others))]
-            pairs.append((texts[start[0]][start[1]][start[2]], texts[p][f][i]))
-            labels.append(label)
+            partners = {0: [], 1: []}
+            for place in places:
+                if (label := _pairs(start, place, same)) is not None:
+                    partners[label].append(place)
+            unused = {0: [], 1: []}
+            # Each paragraph starts k pairs, "same" and "other" in turn.
+            for label in ((number + j) % 2 for j in range(args.pairs_per_paragraph)):
+                # A new partner each time while one is left.
+                unused[label] = unused[label] or list(partners[label])
+                p, f, i = unused[label].pop(rng.integers(len(unused[label])))
+                pairs.append((texts[start[0]][start[1]][start[2]], texts[p][f][i]))
+                labels.append(label)
+        if args.fast:
+            pairs, labels = pairs[: FAST_EXAMPLES[part]], labels[: FAST_EXAMPLES[part]]
         data[part] = {
             "texts": tuple(map(list, zip(*pairs))),
             "labels": np.array(labels, dtype="int32"),

@@ -40,6 +40,15 @@ def test_quick_run_fine_tunes_each_model_on_each_task(tmp_path, capsys):
         expected = row["median"]["amlp"] - row["median"]["gmlp"]
         assert row["amlp_minus_gmlp"] == [pytest.approx(expected)]
     table = (tmp_path / "tiny_attention_finetuning.md").read_text()
-    assert "| same-module | 0.500 |" in table
+    assert "| same-module | 0.500 | 0." in table
+    assert "| package | 0.250 | - |" in table
     assert table.strip() in capsys.readouterr().out
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # A rerun with the same pretraining settings reads the kept models.
+    module.main(["--quick", "--output-dir", str(tmp_path), "--tasks", "package"])
+    output = capsys.readouterr().out
+    for name in module.MODELS:
+        assert f"{name}: pretrained model read from" in output
+    rerun = json.loads((tmp_path / "tiny_attention_finetuning.json").read_text())
+    assert rerun["pretraining_perplexity"] == results["pretraining_perplexity"]
+    assert set(rerun["tasks"]) == {"package"}

@@ -115,16 +115,20 @@ def test_offline_task_splits_by_module_file():
 
 
 @pytest.mark.backend_independent
-@pytest.mark.parametrize("same", ["module", "package"])
-def test_pairs_are_balanced_and_split_by_module(same):
+@pytest.mark.parametrize("same, pairs_per_paragraph", [("module", 1), ("package", 3)])
+def test_pairs_are_balanced_and_split_by_module(same, pairs_per_paragraph):
     """--offline-task same-module / same-package: label 1 exactly when one
     module file (one package) of the pair's split holds both paragraphs;
     the other pairs come from two files of one package (two packages); no
-    file gives paragraphs to two splits."""
+    file gives paragraphs to two splits; --pairs-per-paragraph pairs start
+    from each first paragraph, each with another partner (packages have
+    partners enough for no pair to come twice)."""
     from keras_gmlp.utils import text_corpus
 
     program = load_program("finetune_text_classifier")
-    args = types.SimpleNamespace(test_fraction=0.25, fast=False)
+    args = types.SimpleNamespace(
+        test_fraction=0.25, fast=False, pairs_per_paragraph=pairs_per_paragraph
+    )
     data, classes, _ = program.paragraph_pair_task(args, same)
     assert classes == [f"other {same}", f"same {same}"]
     files = {part: set(data[part]["files"]) for part in program.PARTS}
@@ -143,6 +147,8 @@ def test_pairs_are_balanced_and_split_by_module(same):
         first, second = data[part]["texts"]
         labels = data[part]["labels"]
         assert abs(labels.mean() - 0.5) <= 1 / len(labels), part
+        assert len(labels) == pairs_per_paragraph * len(set(first)), part
+        assert len(set(zip(first, second))) == len(labels), part
         for a, b, label in zip(first, second, labels):
             assert a != b
             homes = {

@@ -77,6 +77,7 @@ NUMERIC_FLAGS = {
         "--dropout": "in [0, 1)",
         "--lora-rank": "at least 1",
         "--test-fraction": "in (0, 1)",
+        "--pairs-per-paragraph": "at least 1",
     },
     "train_image_classifier": {
         **COMMON,

@@ -545,6 +545,11 @@ def write_text(path, text):
     _shared_files().write_text(path, text)
 
 
+def atomic_path(path):
+    """A temporary path beside `path`, renamed to it if the block succeeds."""
+    return _shared_files().atomic_path(path)
+
+
 def summarise(results, args):
     summary = {}
     for name in args.models:
@@ -647,7 +652,7 @@ def plot(results, args, path):
     axis.legend()
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
-    with _shared_files().atomic_path(path) as temporary:
+    with atomic_path(path) as temporary:
         figure.savefig(temporary, format="png")
     plt.close(figure)
 

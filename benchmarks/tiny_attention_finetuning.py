@@ -146,7 +146,7 @@ def pretrain(args, data, heldout):
         curve, _, model = mlm.train_one(
             name, 0, args.mlm, data, heldout, dims.get(name), return_model=True
         )
-        with mlm._shared_files().atomic_path(path) as temporary:
+        with mlm.atomic_path(path) as temporary:
             model.save(temporary)
         perplexity = curve[-1]["heldout_perplexity"]
         record[name] = {"settings": settings, "heldout_perplexity": perplexity}

@@ -1,0 +1,286 @@
+"""The peers on the same card, in plain PyTorch: the matmul peak, timm's
+gMLP-S/16 and Mixer-B/16 (their random weights and logits are also the
+Keras workers' parity reference) and transformers' `BertForMaskedLM`.
+
+Each figure is a median of device-timed steps (CUDA events) after warm-up.
+"""
+
+import functools
+import os
+
+from _accelerator import sizes as sizes_module
+from _accelerator import torch_timing
+from _accelerator.record import relative_error
+
+MATMUL_DTYPES = ("bfloat16", "float32")
+# torch.compile takes minutes on a CPU; the GPU run compiles.
+QUICK_COMPILE = "torch.compile is left to the GPU run"
+
+
+def run(results, quick, workdir):
+    import torch
+
+    torch.manual_seed(0)
+    size = sizes_module.sizes(quick)
+    for dtype in MATMUL_DTYPES:
+        results.attempt(
+            "peak", f"matmul {dtype}", lambda d=dtype: matmul_peak(torch, d, size)
+        )
+    if importable("timm"):
+        for name in size["image_models"]:
+            results.attempt(
+                "parity",
+                f"{name} timm reference",
+                lambda n=name: timm_reference(n, quick, workdir),
+            )
+        timm_speed(results, quick)
+    else:
+        results.add("images", "timm", skipped="timm is not importable")
+    if importable("transformers"):
+        bert_speed(results, quick)
+    else:
+        results.add("mlm", "BertForMaskedLM", skipped="transformers is not importable")
+
+
+def importable(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def matmul_peak(torch, dtype, size):
+    """TFLOP/s of an n x n x n product on random data (TF32 off)."""
+    n = size["matmul_size"]
+    device = torch_timing.device(torch)
+    a = torch.randn(n, n, device=device, dtype=getattr(torch, dtype))
+    b = torch.randn(n, n, device=device, dtype=getattr(torch, dtype))
+    with torch_timing.float32_precision(torch, highest=True):
+        seconds = torch_timing.event_seconds(torch, lambda: a @ b, 3, 10)
+    return dict(value=round(2 * n**3 / seconds / 1e12, 2), unit="TFLOP/s", dtype=dtype)
+
+
+def timm_model(torch, name, quick):
+    """timm's model with random weights, every parameter perturbed: timm
+    starts the spatial projection near zero and the head at zero, which
+    would hide a transposed or misplaced weight."""
+    import timm
+
+    size = sizes_module.sizes(quick)["image_size"]
+    if quick:
+        model = quick_timm_model(name, size)
+    else:
+        model = timm.create_model(sizes_module.TIMM_NAMES[name], img_size=size)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.02 * torch.randn(parameter.shape, generator=generator))
+    return model.eval()
+
+
+def quick_timm_model(name, size):
+    """timm's `MlpMixer` with the registry's arguments for `name` (its
+    gMLP and Mixer layers and ratios), at the `--quick` depth and width."""
+    from timm.layers import GatedMlp
+    from timm.models.mlp_mixer import MlpMixer
+    from timm.models.mlp_mixer import SpatialGatingBlock
+
+    config = sizes_module.image_config(name, quick=True)
+    layers = dict(mlp_ratio=(0.5, 4.0))
+    if config["kind"] == "gmlp":
+        layers = dict(mlp_ratio=6, block_layer=SpatialGatingBlock, mlp_layer=GatedMlp)
+    return MlpMixer(
+        img_size=size,
+        patch_size=16,
+        num_blocks=config["num_blocks"],
+        embed_dim=config["hidden_dim"],
+        **layers,
+    )
+
+
+def timm_reference(name, quick, workdir):
+    """Saves the weights, raw images and timm's logits (float64 on the CPU;
+    float32 on the card with TF32 off, and at PyTorch's default) for the
+    Keras workers; returns timm's own float32 errors."""
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+
+    size = sizes_module.sizes(quick)
+    model = timm_model(torch, name, quick)
+    shape = (size["parity_batch"], size["image_size"], size["image_size"], 3)
+    images = np.random.default_rng(0).integers(0, 256, shape).astype("float32")
+    normalized = (torch.from_numpy(images).permute(0, 3, 1, 2) / 255.0 - 0.5) / 0.5
+    with torch.no_grad():
+        logits = {"float64": model.double()(normalized.double()).numpy()}
+        model.float().to(torch_timing.device(torch))
+        on_device = normalized.to(torch_timing.device(torch))
+        for label, highest in (("float32_highest", True), ("float32_default", False)):
+            with torch_timing.float32_precision(torch, highest):
+                logits[label] = model(on_device).cpu().numpy()
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, os.path.join(workdir, f"timm_{name}.safetensors"))
+    np.savez(os.path.join(workdir, f"timm_{name}.npz"), images=images, **logits)
+    errors = {
+        f"timm_{label}_error": relative_error(logits[label], logits["float64"])
+        for label in ("float32_highest", "float32_default")
+    }
+    return dict(
+        errors,
+        value=errors["timm_float32_highest_error"],
+        unit="relative error of timm's float32 (TF32 off) logits",
+        model=name,
+    )
+
+
+def image_step(torch, model, batch, mode, precision, compiled):
+    """One training step (forward, backward, AdamW) or one inference
+    forward of `model` on a random batch on the card."""
+    device = torch_timing.device(torch)
+    size = batch["image_size"]
+    x = torch.randn(batch["image_batch"], 3, size, size, device=device)
+    y = torch.randint(0, 1000, (batch["image_batch"],), device=device)
+    forward = torch.compile(model) if compiled else model
+    autocast = torch.autocast(device, torch.bfloat16, enabled=precision == "bfloat16")
+    if mode == "infer":
+        model.eval()
+
+        def step():
+            with torch.inference_mode(), autocast:
+                forward(x)
+
+        return step
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = torch.nn.functional.cross_entropy(forward(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+IMAGE_RUNS = [  # (mode, precision, compiled), most wanted first
+    ("train", "bfloat16", False),
+    ("infer", "bfloat16", False),
+    ("train", "bfloat16", True),
+    ("infer", "bfloat16", True),
+    ("train", "float32", False),
+    ("infer", "float32", False),
+]
+
+
+def timm_speed(results, quick):
+    size = sizes_module.sizes(quick)
+    for mode, precision, compiled in IMAGE_RUNS:
+        if precision not in size["speed_precisions"]:
+            continue
+        runner = "timm-compile" if compiled else "timm-eager"
+        for name in size["speed_image_models"]:
+            item = f"{name} {mode} {precision} {runner}"
+            if compiled and quick:
+                results.add("images", item, skipped=QUICK_COMPILE)
+                continue
+            measure = functools.partial(
+                timm_images, name, mode, precision, compiled, quick
+            )
+            results.attempt("images", item, measure, 30)
+
+
+def timm_images(name, mode, precision, compiled, quick):
+    import torch
+
+    size = sizes_module.sizes(quick)
+    torch_timing.reset_peak_memory(torch)
+    model = timm_model(torch, name, quick).to(torch_timing.device(torch))
+    step = image_step(torch, model, size, mode, precision, compiled)
+    seconds = torch_timing.event_seconds(torch, step, size["warmup"], size["repeats"])
+    row = image_row(name, mode, precision, size, seconds, quick, torch)
+    return dict(row, runner="timm-compile" if compiled else "timm-eager")
+
+
+def image_row(name, mode, precision, size, seconds, quick, torch=None):
+    rate = size["image_batch"] / seconds
+    flops = sizes_module.image_flops(name, quick, training=mode == "train")
+    row = dict(model=name, mode=mode, precision=precision, value=round(rate, 1))
+    row.update(unit="images/s", tflops=round(flops * rate / 1e12, 2))
+    if torch is not None:
+        row["peak_memory_gb"] = torch_timing.peak_memory_gb(torch)
+    return row
+
+
+BERT_RUNS = [("bfloat16", False), ("bfloat16", True), ("float32", False)]
+
+
+def bert_speed(results, quick):
+    for precision, compiled in BERT_RUNS:
+        if precision not in sizes_module.sizes(quick)["speed_precisions"]:
+            continue
+        runner = "bert-compile" if compiled else "bert-eager"
+        item = f"bert_base train {precision} {runner}"
+        if compiled and quick:
+            results.add("mlm", item, skipped=QUICK_COMPILE)
+            continue
+        measure = functools.partial(bert_tokens, precision, compiled, quick)
+        results.attempt("mlm", item, measure, 30)
+
+
+def bert_tokens(precision, compiled, quick):
+    import torch
+
+    size = sizes_module.sizes(quick)
+    torch_timing.reset_peak_memory(torch)
+    step = bert_step(torch, size, precision, compiled, quick)
+    seconds = torch_timing.event_seconds(torch, step, size["warmup"], size["repeats"])
+    row = text_row("bert_base", precision, size, seconds, quick, torch)
+    return dict(row, runner="bert-compile" if compiled else "bert-eager")
+
+
+def bert_step(torch, size, precision, compiled, quick):
+    """One BertForMaskedLM training step at the check's batch and length,
+    BERT's 15% of the tokens predicted (the rest labelled -100)."""
+    from transformers import BertConfig
+    from transformers import BertForMaskedLM
+
+    shape = sizes_module.text_config("bert_base", quick)
+    config = BertConfig(
+        hidden_size=shape["hidden_dim"],
+        num_hidden_layers=shape["num_blocks"],
+        num_attention_heads=shape["heads"],
+        intermediate_size=shape["mlp_dim"],
+    )
+    device = torch_timing.device(torch)
+    model = BertForMaskedLM(config).to(device).train()
+    batch, length = size["text_batch"], size["text_length"]
+    ids = torch.randint(1000, config.vocab_size, (batch, length), device=device)
+    labels = torch.full_like(ids, -100)
+    picked = torch.rand(batch, length, device=device).argsort(-1)[
+        :, : size["masked_per_sequence"]
+    ]
+    labels.scatter_(1, picked, ids.gather(1, picked))
+    forward = torch.compile(model) if compiled else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    autocast = torch.autocast(device, torch.bfloat16, enabled=precision == "bfloat16")
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = forward(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def text_row(name, precision, size, seconds, quick, torch=None):
+    rate = size["text_batch"] * size["text_length"] / seconds
+    flops = sizes_module.text_flops_per_token(name, quick, training=True)
+    row = dict(model=name, mode="train", precision=precision, value=round(rate))
+    row.update(
+        unit="tokens/s", tflops=round(flops * rate / 1e12, 2), batch=size["text_batch"]
+    )
+    if torch is not None:
+        row["peak_memory_gb"] = torch_timing.peak_memory_gb(torch)
+    return row

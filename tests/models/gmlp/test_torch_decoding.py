@@ -19,7 +19,7 @@ VOCABULARY_SIZE = 40
 TORCH = keras.backend.backend() == "torch"
 
 
-def _causal_lm(attention_dim=None, dtype=None, gating="split"):
+def _causal_lm(attention_dim=None, dtype=None, gating="split", quantization=None):
     backbone = gMLPBackbone(
         vocabulary_size=VOCABULARY_SIZE,
         num_layers=2,
@@ -37,7 +37,17 @@ def _causal_lm(attention_dim=None, dtype=None, gating="split"):
     rng = np.random.default_rng(2)
     for variable in backbone.trainable_weights:
         variable.assign(0.5 * rng.standard_normal(variable.shape))
-    return gMLPCausalLM(backbone)
+    model = gMLPCausalLM(backbone)
+    if quantization:
+        model.quantize(quantization.removesuffix("-varied"))
+    if quantization == "int8-varied":
+        # Weights-only int8 in one layer, a narrower input range in another.
+        blocks = backbone.gmlp_blocks
+        blocks[0].expand_dense.inputs_quantizer = None
+        blocks[1].output_dense.inputs_quantizer = keras.quantizers.AbsMaxQuantizer(
+            value_range=(-8, 7)
+        )
+    return model
 
 
 def _fast_step(model):
@@ -67,10 +77,14 @@ def _greedy(model, prompts, choice):
     return keras.ops.convert_to_numpy(generated["token_ids"])
 
 
+@pytest.mark.parametrize("quantization", [None, "int8"])
 @pytest.mark.parametrize("attention_dim", [None, 8])
-def test_greedy_tokens_equal_with_and_without_the_fast_step(rng, attention_dim):
-    """Prompts of 1, 4 and 9 tokens, right-padded to 16, in one batch."""
-    model = _causal_lm(attention_dim)
+def test_greedy_tokens_equal_with_and_without_the_fast_step(
+    rng, attention_dim, quantization
+):
+    """Prompts of 1, 4 and 9 tokens, right-padded to 16, in one batch; in
+    float32 and with Keras' int8 layers."""
+    model = _causal_lm(attention_dim, quantization=quantization)
     with use_kernels("plain"):
         assert _fast_step(model) is None
     assert (_fast_step(model) is not None) == TORCH
@@ -85,10 +99,12 @@ def test_greedy_tokens_equal_with_and_without_the_fast_step(rng, attention_dim):
     assert len(np.unique(plain[:, 9:])) > 3
 
 
+@pytest.mark.parametrize("quantization", [None, "int8", "int8-varied"])
 @pytest.mark.parametrize("attention_dim", [None, 8])
-def test_fast_step_equals_the_layers_cached_path(rng, attention_dim):
-    """Logits and caches at every step, from position 5 to 11 (1e-5)."""
-    model = _causal_lm(attention_dim)
+def test_fast_step_equals_the_layers_cached_path(rng, attention_dim, quantization):
+    """Logits and caches at every step, from position 5 to 11 (1e-5), in
+    float32 and with Keras' int8 layers (their inputs quantized per row)."""
+    model = _causal_lm(attention_dim, quantization=quantization)
     decoder = _fast_step(model)
     if not TORCH:
         with use_kernels("fast"):
@@ -123,15 +139,22 @@ def test_fast_step_equals_the_layers_cached_path(rng, attention_dim):
 
 
 def test_fast_step_is_skipped_where_it_would_differ():
-    """Mixed precision, int8, LoRA and the gating ablations change what the
-    layers compute, so generation takes the layers' path for them."""
+    """Mixed precision, int4, int8 with another input quantizer, LoRA and
+    the gating ablations change what the layers compute, so generation
+    takes the layers' path for them."""
     mixed = _causal_lm(dtype="mixed_bfloat16")
-    quantized = _causal_lm()
-    quantized.quantize("int8")
+    quantized = _causal_lm(quantization="int4")
+
+    class OtherQuantizer(keras.quantizers.AbsMaxQuantizer):
+        pass
+
+    other_inputs = _causal_lm(quantization="int8")
+    dense = other_inputs.backbone.gmlp_blocks[1].output_dense
+    dense.inputs_quantizer = OtherQuantizer()
     adapted = _causal_lm()
     adapted.backbone.gmlp_blocks[0].expand_dense.enable_lora(2)
     additive = _causal_lm(gating="additive")
-    for model in (mixed, quantized, adapted, additive):
+    for model in (mixed, quantized, other_inputs, adapted, additive):
         assert _fast_step(model) is None
 
 

@@ -156,3 +156,48 @@ def test_int8_causal_lm_with_its_preprocessor_generates_text(tmp_path):
     assert list(reloaded.generate(["the class", "a def is"], max_length=10)) == list(
         generated
     )
+
+
+@pytest.mark.parametrize("task", ["causal", "masked"])
+def test_int4_language_models_reload_to_the_same_logits(tmp_path, task):
+    """`quantize("int4")` scores the vocabulary from float inputs; the
+    reloaded backbone, which rebuilds its layers from their int4 dtype
+    policies, must too (it gave other logits, 6e-3 of 0.8, before)."""
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPCausalLM
+    from keras_gmlp.models import gMLPMaskedLM
+
+    keras.utils.set_random_seed(0)
+    backbone = gMLPBackbone(
+        vocabulary_size=128,
+        num_layers=2,
+        hidden_dim=64,
+        intermediate_dim=128,
+        max_sequence_length=8,
+        causal=task == "causal",
+        dropout=0.0,
+    )
+    rng = np.random.default_rng(0)
+    inputs = {
+        "token_ids": rng.integers(1, 128, (2, 8)).astype("int32"),
+        "padding_mask": np.ones((2, 8), bool),
+    }
+    if task == "causal":
+        model = gMLPCausalLM(backbone)
+    else:
+        model = gMLPMaskedLM(backbone)
+        inputs.update(
+            segment_ids=np.zeros((2, 8), "int32"),
+            mask_positions=np.array([[1, 5], [0, 7]], "int32"),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.quantize("int4")
+    assert model.backbone.token_embedding.quantization_mode == "int4"
+    expected = keras.ops.convert_to_numpy(model(inputs))
+    path = tmp_path / "int4.keras"
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(reloaded(inputs)), expected
+    )

@@ -42,6 +42,24 @@ def _check_backbone_arguments(
     check_rate("dropout", dropout)
 
 
+def _int4_scores_as_quantized(token_embedding):
+    """Makes a reloaded int4 token embedding score the vocabulary as
+    `quantize("int4")` made it: from float inputs.
+
+    Keras' `quantize("int4")` (its default `Int4QuantizationConfig`) gives a
+    `ReversibleEmbedding` no input quantizer. A backbone makes its layers in
+    `__init__`, so a loaded one rebuilds the embedding from its int4 dtype
+    policy alone, and that build gives it an `AbsMaxQuantizer`: the reloaded
+    causal LM's logits differed by 6e-3 (of 0.8) with every weight equal.
+    A custom `quantization_config` is not restored either way (upstream).
+    """
+    if (
+        token_embedding.quantization_mode == "int4"
+        and getattr(token_embedding, "quantization_config", None) is None
+    ):
+        token_embedding.inputs_quantizer = None
+
+
 def _functional_graph(backbone):
     """The symbolic inputs and outputs dicts of `backbone`, built by calling
     its (already created) layers on `keras.Input`s."""
@@ -194,6 +212,7 @@ class gMLPBackbone(CheckedExport, CheckedTextSteps, LoraTargets, Backbone):
         # === Functional Model ===
         inputs, outputs = _functional_graph(self)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        _int4_scores_as_quantized(self.token_embedding)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

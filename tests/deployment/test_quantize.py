@@ -201,3 +201,38 @@ def test_int4_language_models_reload_to_the_same_logits(tmp_path, task):
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(reloaded(inputs)), expected
     )
+
+
+def test_gptq_and_awq_calibrate_block_by_block():
+    """`get_quantization_layer_structure`, Keras' hook for GPTQ and AWQ
+    (keras-hub's causal LMs answer it with their embedding and transformer
+    layers): the pre-block layers turn token ids into what the first gMLP
+    block receives (token plus segment-0 embedding), then come the blocks;
+    other modes need no structure."""
+    from keras_gmlp.models import gMLPBackbone
+    from keras_gmlp.models import gMLPCausalLM
+    from keras_gmlp.models import gMLPMaskedLM
+
+    token_ids = np.random.default_rng(0).integers(1, 50, (1, 8)).astype("int32")
+    as_numpy = keras.ops.convert_to_numpy
+    for task, causal in ((gMLPCausalLM, True), (gMLPMaskedLM, False)):
+        backbone = gMLPBackbone(
+            vocabulary_size=50,
+            num_layers=2,
+            hidden_dim=16,
+            intermediate_dim=32,
+            max_sequence_length=8,
+            causal=causal,
+            dropout=0.0,
+        )
+        model = task(backbone)
+        tokens = as_numpy(backbone.token_embedding.embeddings)[token_ids]
+        expected = tokens + as_numpy(backbone.segment_embedding.embeddings)[0]
+        assert model.get_quantization_layer_structure("int8") is None
+        for mode in ("gptq", "awq"):
+            structure = model.get_quantization_layer_structure(mode)
+            assert structure["sequential_blocks"] == list(backbone.gmlp_blocks)
+            x = token_ids
+            for layer in structure["pre_block_layers"]:
+                x = layer(x)
+            np.testing.assert_allclose(as_numpy(x), expected, atol=1e-6)

@@ -8,6 +8,7 @@ from keras_hub.models import CausalLM
 from keras_gmlp.layers._kernels import torch_decoder
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
+from keras_gmlp.models.gmlp._quantization_structure import quantization_layer_structure
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_causal_lm_preprocessor import gMLPCausalLMPreprocessor
 from keras_gmlp.utils.export import CheckedExport
@@ -94,6 +95,11 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
                 "Argument `sampler` must be a keras_hub.samplers.Sampler or "
                 f"one of the names {SAMPLER_NAMES}. Received: sampler={sampler!r}"
             )
+
+    def get_quantization_layer_structure(self, mode=None):
+        """The embedding, then the gMLP blocks: what `quantize("gptq")`
+        and `quantize("awq")` calibrate block by block."""
+        return quantization_layer_structure(self.backbone, mode)
 
     def generate(
         self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False

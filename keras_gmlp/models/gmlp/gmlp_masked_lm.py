@@ -5,6 +5,7 @@ from keras_hub.models import MaskedLM
 from keras_gmlp.layers._sublayers import nested_sublayers
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
+from keras_gmlp.models.gmlp._quantization_structure import quantization_layer_structure
 from keras_gmlp.models.gmlp.gmlp_backbone import gmlp_embedding_initializer
 from keras_gmlp.models.gmlp.gmlp_backbone import gMLPBackbone
 from keras_gmlp.models.gmlp.gmlp_masked_lm_preprocessor import gMLPMaskedLMPreprocessor
@@ -79,6 +80,11 @@ class gMLPMaskedLM(CheckedExport, CheckedTextSteps, MaskedLM):
         sequence_output = backbone(backbone.input)["sequence_output"]
         outputs = self.masked_lm_head(sequence_output, inputs["mask_positions"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def get_quantization_layer_structure(self, mode=None):
+        """The embedding, then the gMLP blocks: what `quantize("gptq")`
+        and `quantize("awq")` calibrate block by block."""
+        return quantization_layer_structure(self.backbone, mode)
 
     def get_config(self):
         config = super().get_config()

@@ -233,29 +233,39 @@ class TimmWorker:
         model.blocks = model.blocks[: config["num_blocks"]]
         x = torch.randn(batch, 3, size, size)
         y = torch.randint(0, 1000, (batch,))
-        autocast = torch.autocast(
-            "cpu", torch.bfloat16, enabled=spec["precision"] == "bfloat16"
+        return torch_image_step(
+            torch, model, x, y, spec["mode"], spec["precision"], self.compiled
         )
-        forward = torch.compile(model) if self.compiled else model
-        if spec["mode"] == "infer":
-            model.eval()
 
-            def step():
-                with torch.inference_mode(), autocast:
-                    forward(x)
 
-            return step
-        model.train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+def torch_image_step(torch, model, x, y, mode, precision, compiled):
+    """One training step (forward, backward, AdamW) or one inference forward
+    of a PyTorch image classifier on `x` (labels `y`), under bfloat16
+    autocast for `precision="bfloat16"` and `torch.compile` if `compiled`.
+    Also benchmarks/_accelerator/peers.py's step for timm on a GPU."""
+    autocast = torch.autocast(
+        x.device.type, torch.bfloat16, enabled=precision == "bfloat16"
+    )
+    forward = torch.compile(model) if compiled else model
+    if mode == "infer":
+        model.eval()
 
         def step():
-            optimizer.zero_grad(set_to_none=True)
-            with autocast:
-                loss = torch.nn.functional.cross_entropy(forward(x), y)
-            loss.backward()
-            optimizer.step()
+            with torch.inference_mode(), autocast:
+                forward(x)
 
         return step
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = torch.nn.functional.cross_entropy(forward(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return step
 
 
 def run_worker(kind):

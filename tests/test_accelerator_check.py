@@ -89,83 +89,31 @@ def test_accumulation_splits_the_paper_batch(total, largest, expected):
     assert memory.accumulation(total, largest) == expected
 
 
+def speed_row(section, model, precision, runner, value, tflops):
+    worker = runner if runner.startswith("keras") else "peers"
+    return dict(
+        section=section,
+        item=f"{model} train {precision} {runner}",
+        worker=worker,
+        runner=runner,
+        model=model,
+        mode="train",
+        precision=precision,
+        value=value,
+        unit="images/s" if section == "images" else "tokens/s",
+        tflops=tflops,
+    )
+
+
 def test_table_gives_mfu_and_ratios_against_the_same_peer_row():
     rows = [
-        dict(
-            section="peak",
-            item="matmul bfloat16",
-            worker="peers",
-            value=800.0,
-            unit="TFLOP/s",
-        ),
-        dict(
-            section="images",
-            item="gmlp_s16 train bfloat16 timm-eager",
-            worker="peers",
-            runner="timm-eager",
-            model="gmlp_s16",
-            mode="train",
-            precision="bfloat16",
-            value=2000.0,
-            unit="images/s",
-            tflops=200.0,
-        ),
-        dict(
-            section="images",
-            item="gmlp_s16 train float32 timm-eager",
-            worker="peers",
-            runner="timm-eager",
-            model="gmlp_s16",
-            mode="train",
-            precision="float32",
-            value=500.0,
-            unit="images/s",
-            tflops=50.0,
-        ),
-        dict(
-            section="images",
-            item="gmlp_s16 train bfloat16 keras-jax",
-            worker="keras-jax",
-            runner="keras-jax",
-            model="gmlp_s16",
-            mode="train",
-            precision="bfloat16",
-            value=3000.0,
-            unit="images/s",
-            tflops=300.0,
-        ),
-        dict(
-            section="mlm",
-            item="gmlp_base train bfloat16 keras-jax",
-            worker="keras-jax",
-            runner="keras-jax",
-            model="gmlp_base",
-            mode="train",
-            precision="bfloat16",
-            value=100.0,
-            unit="tokens/s",
-            tflops=1.0,
-        ),
-        dict(
-            section="mlm",
-            item="bert_base train bfloat16 bert-eager",
-            worker="peers",
-            runner="bert-eager",
-            model="bert_base",
-            mode="train",
-            precision="bfloat16",
-            value=400.0,
-            unit="tokens/s",
-            tflops=1.0,
-        ),
-        dict(
-            section="parity",
-            item="x",
-            worker="keras-jax",
-            value=2e-6,
-            unit="relative error",
-            passed=False,
-        ),
+        dict(section="peak", item="matmul bfloat16", worker="peers", value=800.0),
+        speed_row("images", "gmlp_s16", "bfloat16", "timm-eager", 2000.0, 200.0),
+        speed_row("images", "gmlp_s16", "float32", "timm-eager", 500.0, 50.0),
+        speed_row("images", "gmlp_s16", "bfloat16", "keras-jax", 3000.0, 300.0),
+        speed_row("mlm", "gmlp_base", "bfloat16", "keras-jax", 100.0, 1.0),
+        speed_row("mlm", "bert_base", "bfloat16", "bert-eager", 400.0, 1.0),
+        dict(section="parity", item="x", worker="keras-jax", value=2e-6, passed=False),
     ]
     text = report.table(rows)
     assert "MFU 37.5%" in text  # 300 of 800 TFLOP/s

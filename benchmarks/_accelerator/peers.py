@@ -8,6 +8,8 @@ Each figure is a median of device-timed steps (CUDA events) after warm-up.
 import functools
 import os
 
+import throughput
+
 from _accelerator import sizes as sizes_module
 from _accelerator import torch_timing
 from _accelerator.record import relative_error
@@ -139,27 +141,7 @@ def image_step(torch, model, batch, mode, precision, compiled):
     size = batch["image_size"]
     x = torch.randn(batch["image_batch"], 3, size, size, device=device)
     y = torch.randint(0, 1000, (batch["image_batch"],), device=device)
-    forward = torch.compile(model) if compiled else model
-    autocast = torch.autocast(device, torch.bfloat16, enabled=precision == "bfloat16")
-    if mode == "infer":
-        model.eval()
-
-        def step():
-            with torch.inference_mode(), autocast:
-                forward(x)
-
-        return step
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with autocast:
-            loss = torch.nn.functional.cross_entropy(forward(x), y)
-        loss.backward()
-        optimizer.step()
-
-    return step
+    return throughput.torch_image_step(torch, model, x, y, mode, precision, compiled)
 
 
 IMAGE_RUNS = [  # (mode, precision, compiled), most wanted first

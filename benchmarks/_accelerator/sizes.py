@@ -55,6 +55,7 @@ QUICK = dict(
     memory_probe_batches=(1, 2),
     paper_batch=8,
     generation=dict(
+        FULL["generation"],
         num_layers=2,
         hidden_dim=32,
         intermediate_dim=64,

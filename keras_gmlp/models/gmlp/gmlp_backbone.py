@@ -43,21 +43,23 @@ def _check_backbone_arguments(
 
 
 def _int4_scores_as_quantized(token_embedding):
-    """Makes a reloaded int4 token embedding score the vocabulary as
-    `quantize("int4")` made it: from float inputs.
+    """Gives a reloaded int4 token embedding the input quantizer that
+    `quantize("int4")` gave it: that of Keras' default
+    `Int4QuantizationConfig` (none from Keras 3.15 on: int4 scores the
+    vocabulary from float inputs; an `AbsMaxQuantizer` before).
 
-    Keras' `quantize("int4")` (its default `Int4QuantizationConfig`) gives a
-    `ReversibleEmbedding` no input quantizer. A backbone makes its layers in
-    `__init__`, so a loaded one rebuilds the embedding from its int4 dtype
-    policy alone, and that build gives it an `AbsMaxQuantizer`: the reloaded
-    causal LM's logits differed by 6e-3 (of 0.8) with every weight equal.
-    A custom `quantization_config` is not restored either way (upstream).
+    A backbone makes its layers in `__init__`, so a loaded one rebuilds the
+    embedding from its int4 dtype policy alone, and that build always gave
+    it an `AbsMaxQuantizer`: on Keras 3.15 the reloaded causal LM's logits
+    differed by 6e-3 (of 0.8) with every weight equal. A custom
+    `quantization_config` is not restored either way (upstream).
     """
     if (
         token_embedding.quantization_mode == "int4"
         and getattr(token_embedding, "quantization_config", None) is None
     ):
-        token_embedding.inputs_quantizer = None
+        default = keras.quantizers.Int4QuantizationConfig()
+        token_embedding.inputs_quantizer = default.activation_quantizer
 
 
 def _functional_graph(backbone):

@@ -114,7 +114,7 @@ BUGS = [
     ),
     (
         "--learning-rate accepts 0",
-        "applications/_shared/flags.py",
+        "applications/_shared/flag_values.py",
         'lambda v: v > 0, "above 0"',
         'lambda v: v >= 0, "above 0"',
         ["tests/applications/units/test_flag_edges.py"],
@@ -307,7 +307,7 @@ BUGS = [
     ),
     (
         "--dropout (and every rate in [0, 1)) accepts 1",
-        "applications/_shared/flags.py",
+        "applications/_shared/flag_values.py",
         'lambda v: 0 <= v < 1, "in [0, 1)"',
         'lambda v: 0 <= v <= 1, "in [0, 1)"',
         ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],

@@ -56,19 +56,19 @@ final_preset/, history.csv, training_curves.png, confusion_matrix.png
 import pathlib
 import time
 
+from _shared.flag_values import fraction
+from _shared.flag_values import non_negative_float
+from _shared.flag_values import positive_float
+from _shared.flag_values import positive_int
+from _shared.flag_values import unit_float
 from _shared.flags import STEP_RUN_FLAGS
 from _shared.flags import add_step_flags
 from _shared.flags import add_text_file_flags
 from _shared.flags import check_step_flags
 from _shared.flags import check_text_file_flags
 from _shared.flags import flag_given
-from _shared.flags import fraction
 from _shared.flags import make_parser
-from _shared.flags import non_negative_float
-from _shared.flags import positive_float
-from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
-from _shared.flags import unit_float
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run

@@ -48,6 +48,7 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 
 import time
 
+from _shared.flag_values import positive_int
 from _shared.flags import CORPUS_RUN_FLAGS
 from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import STEP_RUN_FLAGS
@@ -59,7 +60,6 @@ from _shared.flags import check_language_model_flags
 from _shared.flags import check_step_flags
 from _shared.flags import flag_given
 from _shared.flags import make_parser
-from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs

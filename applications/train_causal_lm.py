@@ -39,6 +39,7 @@ import pathlib
 import time
 
 from _shared.files import write_text
+from _shared.flag_values import positive_int
 from _shared.flags import CORPUS_RUN_FLAGS
 from _shared.flags import LANGUAGE_MODEL_FAST
 from _shared.flags import STEP_RUN_FLAGS
@@ -51,7 +52,6 @@ from _shared.flags import check_language_model_flags
 from _shared.flags import check_step_flags
 from _shared.flags import flag_given
 from _shared.flags import make_parser
-from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs

@@ -6,10 +6,17 @@ at once.
 """
 
 import argparse
-import math
 import pathlib
 import sys
 import tempfile
+
+from .flag_values import fraction
+from .flag_values import non_negative_float
+from .flag_values import non_negative_int
+from .flag_values import positive_float
+from .flag_values import positive_int
+from .flag_values import seed_int
+from .flag_values import unit_float
 
 # Set by the programs' tests and CI: tiny data and one short epoch, enough to
 # run every step of a program end to end.
@@ -73,26 +80,6 @@ def make_parser(doc, default_output_dir):
     return parser
 
 
-def _number(text, kind):
-    """`text` as a finite `kind` (int or float), or an argparse error."""
-    try:
-        value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
-        raise argparse.ArgumentTypeError(
-            f"expected {noun}, received {text!r}"
-        ) from None
-    if kind is float and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, received {text!r}")
-    return value
-
-
-def _checked(value, text, allowed, range_text):
-    if not allowed(value):
-        raise argparse.ArgumentTypeError(f"must be {range_text}, received {text!r}")
-    return value
-
-
 def add_run_flags(parser):
     """--restart and --patience: how a run in --output-dir starts and stops."""
     parser.add_argument(
@@ -107,45 +94,6 @@ def add_run_flags(parser):
         default=None,
         help="stop once the validation score has not improved for this many "
         "epochs (default: train every epoch)",
-    )
-
-
-def positive_int(text):
-    """argparse type: an integer >= 1."""
-    return _checked(_number(text, int), text, lambda v: v >= 1, "at least 1")
-
-
-def non_negative_int(text):
-    """argparse type: an integer >= 0."""
-    return _checked(_number(text, int), text, lambda v: v >= 0, ">= 0")
-
-
-def seed_int(text):
-    """argparse type: a random seed, an integer in [0, 2**32) (NumPy's
-    global seed, which Keras sets, takes no other)."""
-    return _checked(_number(text, int), text, lambda v: 0 <= v < 2**32, "in [0, 2**32)")
-
-
-def positive_float(text):
-    """argparse type: a finite number > 0."""
-    return _checked(_number(text, float), text, lambda v: v > 0, "above 0")
-
-
-def non_negative_float(text):
-    """argparse type: a finite number >= 0."""
-    return _checked(_number(text, float), text, lambda v: v >= 0, ">= 0")
-
-
-def unit_float(text):
-    """argparse type: a number in [0, 1), e.g. a dropout rate."""
-    return _checked(_number(text, float), text, lambda v: 0 <= v < 1, "in [0, 1)")
-
-
-def fraction(text):
-    """argparse type: a number in (0, 1), a share of the data that must
-    leave something on both sides."""
-    return _checked(
-        _number(text, float), text, lambda v: 0 < v < 1, "in (0, 1), both excluded"
     )
 
 

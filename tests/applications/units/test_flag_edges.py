@@ -11,7 +11,7 @@ programs have, so a new one cannot go untested."""
 import importlib
 
 import pytest
-from _shared import flags as shared_flags
+from _shared import flag_values as shared_flags
 
 # Parsing does not depend on KERAS_BACKEND: CI runs these once.
 pytestmark = pytest.mark.backend_independent

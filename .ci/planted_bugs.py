@@ -146,7 +146,7 @@ BUGS = [
     ),
     (
         "Text windows cut one token short of the document stream",
-        "applications/_shared/text_stream.py",
+        "applications/_text_input/windows.py",
         "ids.rebatch(length - 1, drop_remainder=not pad_last)",
         "ids.rebatch(length - 2, drop_remainder=not pad_last)",
         [
@@ -314,7 +314,7 @@ BUGS = [
     ),
     (
         "The text programs' cosine reaches 0 warm-up steps after the last step",
-        "applications/_shared/text_training.py",
+        "applications/_text_training/training.py",
         "decay_steps=max(1, total_steps - warmup_steps),",
         "decay_steps=max(1, total_steps),",
         [
@@ -323,7 +323,7 @@ BUGS = [
     ),
     (
         "The language models' loss counts padding and unused mask slots",
-        "applications/_shared/text_training.py",
+        "applications/_text_training/training.py",
         "from_logits=True, ignore_class=0",
         "from_logits=True, ignore_class=None",
         [
@@ -375,7 +375,7 @@ BUGS = [
     ),
     (
         "A failed write of the stream's state leaves its staging folder behind",
-        "applications/_shared/text_stream.py",
+        "applications/_text_input/stream.py",
         "            shutil.rmtree(staging, ignore_errors=True)",
         "            pass",
         [

@@ -61,17 +61,17 @@ from _shared.flag_values import non_negative_float
 from _shared.flag_values import positive_float
 from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
-from _shared.flags import STEP_RUN_FLAGS
-from _shared.flags import add_step_flags
-from _shared.flags import add_text_file_flags
-from _shared.flags import check_step_flags
-from _shared.flags import check_text_file_flags
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import prepare_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _text_input.flags import add_text_file_flags
+from _text_input.flags import check_text_file_flags
+from _text_training.flags import STEP_RUN_FLAGS
+from _text_training.flags import add_step_flags
+from _text_training.flags import check_step_flags
 
 DEFAULT_PRESET = "outputs/pretrain_mlm/final_preset"
 # The offline task's classes: standard-library packages with many
@@ -395,7 +395,7 @@ def paired_files(packages, same="module"):
 def example_source(description, make, examples=None):
     """A DocumentSource of (texts, label) examples: `texts` a tuple of one
     string (a sentence) or two (a pair)."""
-    from _shared.text_sources import DocumentSource
+    from _text_input.sources import DocumentSource
 
     return DocumentSource(description, make, examples)
 
@@ -418,12 +418,12 @@ def memory_task_sources(data, unit="paragraphs"):
 
 def tfds_task(parser, args):
     """(sources, class names, split names) of --dataset, streamed."""
-    import _shared.text_data as text_data
     import tensorflow as tf
-    from _shared.text_sources import carve
+    from _text_input import datasets
+    from _text_input.sources import carve
 
     try:
-        builder = text_data.tfds_builder(args.dataset, args.data_dir)
+        builder = datasets.tfds_builder(args.dataset, args.data_dir)
     except ValueError as error:
         parser.error(f"--dataset: {error}")
     features = builder.info.features
@@ -434,7 +434,7 @@ def tfds_task(parser, args):
     if args.dataset in TASKS:
         columns, eval_split = TASKS[args.dataset]
     else:
-        columns = tuple(text_data.text_features(builder))
+        columns = tuple(datasets.text_features(builder))
         eval_split = next(
             (s for s in ("validation", "validation_matched", "test") if s in splits),
             None,
@@ -468,8 +468,8 @@ def file_task(parser, args):
     --validation-files, --test-files), labelled by folder name."""
     import pathlib
 
-    from _shared import text_stream
-    from _shared.text_sources import carve
+    from _text_input import text_files
+    from _text_input.sources import carve
 
     patterns = {
         part: getattr(args, f"{part}_files")
@@ -479,9 +479,9 @@ def file_task(parser, args):
     paths = {}
     for part, pattern in patterns.items():
         try:
-            paths[part] = text_stream.resolve_files(pattern)
+            paths[part] = text_files.resolve_files(pattern)
             for path in paths[part]:
-                text_stream.check_text_file(path)
+                text_files.check_text_file(path)
         except ValueError as error:
             parser.error(f"--{part}-files: {error}")
     class_names = sorted({pathlib.Path(p).parent.name for p in paths["train"]})
@@ -500,7 +500,7 @@ def file_task(parser, args):
     def source(part):
         return example_source(
             f"{len(paths[part])} files {patterns[part]}",
-            lambda: text_stream.labelled_file_documents(paths[part], class_names).map(
+            lambda: text_files.labelled_file_documents(paths[part], class_names).map(
                 lambda text, label: ((text,), label)
             ),
         )
@@ -531,8 +531,8 @@ def packed(preprocessor, examples):
 def heldout_arrays(preprocessor, sources, args):
     """{"validation", "test"} -> (packed inputs, labels) as numpy, at most
     --eval-batches batches each; a part without an example is refused."""
-    from _shared.language_corpus import refuse
-    from _shared.text_stream import take_arrays
+    from _text_input.errors import refuse
+    from _text_input.windows import take_arrays
 
     arrays = {}
     for part in PARTS[1:]:
@@ -592,8 +592,8 @@ def train_classifier(args, run, classifier, train_source, validation):
     checkpoint on the packed `validation` data; returns (trainer,
     history)."""
     import keras
-    from _shared.text_training import fit_task
-    from _shared.text_training import training_stream
+    from _text_training.training import fit_task
+    from _text_training.training import training_stream
 
     stream = training_stream(
         args,
@@ -686,8 +686,8 @@ def prepare(parser, args):
     training."""
     import keras
     import numpy as np
-    from _shared.language_corpus import refuse
-    from _shared.text_training import resolve_steps
+    from _text_input.errors import refuse
+    from _text_training.training import resolve_steps
 
     sources, class_names, names, task_name = load_task(parser, args)
     keras.utils.set_random_seed(args.seed)
@@ -725,7 +725,7 @@ def main(argv=None):
     from _shared.report import count_trainable
     from _shared.report import plot_history
     from _shared.report import write_summary
-    from _shared.text_training import training_facts
+    from _text_training.training import training_facts
 
     placement = start(parser, args)
     keras.config.set_dtype_policy(args.dtype_policy)

@@ -49,15 +49,6 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 import time
 
 from _shared.flag_values import positive_int
-from _shared.flags import CORPUS_RUN_FLAGS
-from _shared.flags import LANGUAGE_MODEL_FAST
-from _shared.flags import STEP_RUN_FLAGS
-from _shared.flags import add_corpus_flags
-from _shared.flags import add_optimizer_flags
-from _shared.flags import add_step_flags
-from _shared.flags import check_corpus_flags
-from _shared.flags import check_language_model_flags
-from _shared.flags import check_step_flags
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import prepare_output_dir
@@ -65,6 +56,15 @@ from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
 from _shared.variants import variant_tables
+from _text_input.flags import CORPUS_RUN_FLAGS
+from _text_input.flags import add_corpus_flags
+from _text_input.flags import check_corpus_flags
+from _text_training.flags import LANGUAGE_MODEL_FAST
+from _text_training.flags import STEP_RUN_FLAGS
+from _text_training.flags import add_optimizer_flags
+from _text_training.flags import add_step_flags
+from _text_training.flags import check_language_model_flags
+from _text_training.flags import check_step_flags
 
 SMALL_MODELS = ("gmlp", "amlp")
 # The paper's configurations: short name -> builder in keras_gmlp.applications.
@@ -291,11 +291,11 @@ def masked_corpus(parser, args, run):
     train token counts, and the facts the summary reports. Fills in the
     step flags."""
     import numpy as np
-    from _shared.language_corpus import corpus_facts
-    from _shared.language_corpus import language_model_corpus
-    from _shared.language_corpus import language_model_sources
-    from _shared.language_corpus import print_corpus
-    from _shared.text_training import resolve_steps
+    from _text_input.corpus import corpus_facts
+    from _text_input.corpus import language_model_corpus
+    from _text_input.corpus import language_model_sources
+    from _text_input.corpus import print_corpus
+    from _text_training.training import resolve_steps
 
     from keras_gmlp.utils import text_corpus
 
@@ -346,9 +346,9 @@ def train(args, run, tokenizer, train_source, validation):
     `validation`; returns (model, trainer, history, initial Toeplitz
     scores)."""
     import keras
-    from _shared.text_stream import token_windows
-    from _shared.text_training import fit_language_model
-    from _shared.text_training import training_stream
+    from _text_input.windows import token_windows
+    from _text_training.training import fit_language_model
+    from _text_training.training import training_stream
 
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
@@ -418,8 +418,8 @@ def main(argv=None):
     started = time.time()
     import keras
     from _shared.distribute import start
-    from _shared.text_training import spatial_filter_report
-    from _shared.text_training import write_language_model_summary
+    from _text_training.training import spatial_filter_report
+    from _text_training.training import write_language_model_summary
 
     from keras_gmlp.utils.text_corpus import FIRST_WORD_ID
     from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts

@@ -40,22 +40,22 @@ import time
 
 from _shared.files import write_text
 from _shared.flag_values import positive_int
-from _shared.flags import CORPUS_RUN_FLAGS
-from _shared.flags import LANGUAGE_MODEL_FAST
-from _shared.flags import STEP_RUN_FLAGS
-from _shared.flags import add_corpus_flags
-from _shared.flags import add_optimizer_flags
 from _shared.flags import add_quantize_flag
-from _shared.flags import add_step_flags
-from _shared.flags import check_corpus_flags
-from _shared.flags import check_language_model_flags
-from _shared.flags import check_step_flags
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import prepare_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _text_input.flags import CORPUS_RUN_FLAGS
+from _text_input.flags import add_corpus_flags
+from _text_input.flags import check_corpus_flags
+from _text_training.flags import LANGUAGE_MODEL_FAST
+from _text_training.flags import STEP_RUN_FLAGS
+from _text_training.flags import add_optimizer_flags
+from _text_training.flags import add_step_flags
+from _text_training.flags import check_language_model_flags
+from _text_training.flags import check_step_flags
 
 MODELS = ("gmlp", "amlp")
 CORPORA = ("reference", "docstrings")
@@ -350,11 +350,11 @@ def next_token_corpus(parser, args, run):
     """The tokenizer, the train documents' source, the validation and
     test windows as (inputs, next-token labels), the train token counts,
     and the facts the summary reports. Fills in the step flags."""
-    from _shared.language_corpus import corpus_facts
-    from _shared.language_corpus import language_model_corpus
-    from _shared.language_corpus import language_model_sources
-    from _shared.language_corpus import print_corpus
-    from _shared.text_training import resolve_steps
+    from _text_input.corpus import corpus_facts
+    from _text_input.corpus import language_model_corpus
+    from _text_input.corpus import language_model_sources
+    from _text_input.corpus import print_corpus
+    from _text_training.training import resolve_steps
 
     sources = language_model_sources(parser, args, lambda: bundled_documents(args))
     # One more token than the model sees: inputs and next-token labels.
@@ -376,9 +376,9 @@ def train(args, run, tokenizer, train_source, validation):
     validation windows; returns (causal_lm, trainer, history, initial
     Toeplitz scores)."""
     import keras
-    from _shared.text_stream import token_windows
-    from _shared.text_training import fit_language_model
-    from _shared.text_training import training_stream
+    from _text_input.windows import token_windows
+    from _text_training.training import fit_language_model
+    from _text_training.training import training_stream
 
     from keras_gmlp.models import CausalLMPerplexity
     from keras_gmlp.models import gMLPBackbone
@@ -489,8 +489,8 @@ def main(argv=None):
     quiet_tensorflow_logs()
     import keras
     from _shared.distribute import start
-    from _shared.text_training import spatial_filter_report
-    from _shared.text_training import write_language_model_summary
+    from _text_training.training import spatial_filter_report
+    from _text_training.training import write_language_model_summary
 
     from keras_gmlp.utils.text_corpus import unigram_perplexity_of_counts
 

@@ -176,7 +176,7 @@ def test_frequency_bins_merge_small_bins_and_leave_none_empty():
 
 
 def test_split_documents_gives_three_disjoint_sets():
-    from _shared.text_training import split_documents
+    from _text_input.sources import split_documents
 
     documents = {f"doc{i:02d}": f"text {i}" for i in range(40)}
     parts = split_documents(documents, 0.1)

@@ -71,7 +71,7 @@ def test_fit_resumably_keeps_the_best_validation_epoch_and_stops_on_it(tmp_path)
 
 
 def test_text_fit_task_validates_on_the_validation_data(monkeypatch):
-    from _shared import text_training
+    from _text_training import training as text_training
 
     seen = {}
     monkeypatch.setattr(
@@ -123,7 +123,7 @@ class Calls:
 
 
 def patch_language_model_reports(monkeypatch, summary):
-    from _shared import text_training
+    from _text_training import training as text_training
 
     monkeypatch.setattr(
         text_training, "write_language_model_summary", lambda *a, **k: summary
@@ -182,7 +182,7 @@ def test_text_classifier_chooses_on_validation_and_scores_test_once(
     monkeypatch, tmp_path
 ):
     from _shared import report
-    from _shared import text_training
+    from _text_training import training as text_training
 
     program = load_program("finetune_text_classifier")
     preset = tmp_path / "preset"

@@ -105,7 +105,7 @@ def test_causal_lm_labels_are_the_next_tokens():
 def captured_language_model_compile(monkeypatch, metrics):
     """The compile arguments and `ignored_label` that `fit_language_model`
     gives `fit_task` (patched out: no model, no training)."""
-    from _shared import text_training
+    from _text_training import training as text_training
 
     import keras_gmlp.visualization
 

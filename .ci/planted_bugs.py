@@ -241,7 +241,7 @@ BUGS = [
     ),
     (
         "pretrain_mlm.py masks every step's batch the same way",
-        "applications/pretrain_mlm.py",
+        "applications/_masked_lm/data.py",
         "np.random.default_rng([args.seed, step, 1, shard])",
         "np.random.default_rng([args.seed, 1, shard])",
         [
@@ -250,7 +250,7 @@ BUGS = [
     ),
     (
         "train_causal_lm.py labels each token with itself, not the next one",
-        "applications/train_causal_lm.py",
+        "applications/_causal_lm/data.py",
         "    return x, rows[:, 1:]",
         "    return x, rows[:, :-1]",
         [
@@ -268,7 +268,7 @@ BUGS = [
     ),
     (
         "train_causal_lm.py refuses --max-length equal to --sequence-length",
-        "applications/train_causal_lm.py",
+        "applications/_causal_lm/recipe.py",
         "elif args.max_length > args.sequence_length:",
         "elif args.max_length >= args.sequence_length:",
         ["tests/applications/units/test_flag_edges.py::test_edges_between_flags"],
@@ -284,7 +284,7 @@ BUGS = [
     ),
     (
         "finetune_text_classifier.py accepts --test-fraction 0 (no validation data)",
-        "applications/finetune_text_classifier.py",
+        "applications/_text_classifier/recipe.py",
         '"--test-fraction",\n        type=fraction,',
         '"--test-fraction",\n        type=unit_float,',
         ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],

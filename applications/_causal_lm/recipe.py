@@ -15,9 +15,11 @@ from _text_input.flags import CORPUS_RUN_FLAGS
 from _text_input.flags import add_corpus_flags
 from _text_input.flags import check_corpus_flags
 from _text_training.flags import LANGUAGE_MODEL_FAST
+from _text_training.flags import LANGUAGE_MODEL_FLAGS
 from _text_training.flags import STEP_RUN_FLAGS
 from _text_training.flags import add_optimizer_flags
 from _text_training.flags import add_step_flags
+from _text_training.flags import add_window_flags
 from _text_training.flags import check_language_model_flags
 from _text_training.flags import check_step_flags
 
@@ -30,13 +32,7 @@ FAST = {**LANGUAGE_MODEL_FAST, "max_length": 16}
 # the same (run_state.json keeps them).
 MODEL_FLAGS = (
     "model",
-    "num_layers",
-    "hidden_dim",
-    "intermediate_dim",
-    "attention_dim",
-    "sequence_length",
-    "vocabulary_size",
-    "dropout",
+    *LANGUAGE_MODEL_FLAGS,
     "corpus",
     "fast",
     *CORPUS_RUN_FLAGS,
@@ -64,18 +60,7 @@ def build_parser(doc):
         default=32,
         help="aMLP's tiny attention size",
     )
-    parser.add_argument(
-        "--sequence-length",
-        type=positive_int,
-        default=64,
-        help="tokens per training window and most tokens generated",
-    )
-    parser.add_argument(
-        "--vocabulary-size",
-        type=positive_int,
-        default=1200,
-        help="WordPiece vocabulary size to train (a small corpus may give fewer)",
-    )
+    add_window_flags(parser, "tokens per training window and most tokens generated")
     parser.add_argument(
         "--corpus",
         choices=CORPORA,

@@ -5,16 +5,11 @@ training curves, the perplexity by position and the summary."""
 def evaluate_and_plot(args, trainer, history, heldout):
     """Test perplexity of the chosen weights, the training curves and the
     perplexity by position; returns the perplexity."""
-    from _shared.distribute import evaluation_data
-    from _shared.distribute import local_copy
     from _shared.report import plot_history
+    from _text_training.training import score_heldout
 
     heldout_x, heldout_y = heldout
-    x, y, weights = evaluation_data(heldout_x, heldout_y, ignored_label=0)
-    scores = trainer.evaluate(
-        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
-    )
-    trainer = local_copy(trainer)
+    scores, trainer = score_heldout(trainer, heldout)
     plot_history(
         history,
         args.output_dir / "training_curves.png",

@@ -12,9 +12,11 @@ from _text_input.flags import CORPUS_RUN_FLAGS
 from _text_input.flags import add_corpus_flags
 from _text_input.flags import check_corpus_flags
 from _text_training.flags import LANGUAGE_MODEL_FAST
+from _text_training.flags import LANGUAGE_MODEL_FLAGS
 from _text_training.flags import STEP_RUN_FLAGS
 from _text_training.flags import add_optimizer_flags
 from _text_training.flags import add_step_flags
+from _text_training.flags import add_window_flags
 from _text_training.flags import check_language_model_flags
 from _text_training.flags import check_step_flags
 
@@ -50,13 +52,7 @@ PAPER_RECIPE = {
 # the same (run_state.json keeps them).
 MODEL_FLAGS = (
     "model",
-    "num_layers",
-    "hidden_dim",
-    "intermediate_dim",
-    "attention_dim",
-    "sequence_length",
-    "vocabulary_size",
-    "dropout",
+    *LANGUAGE_MODEL_FLAGS,
     "fast",
     *CORPUS_RUN_FLAGS,
     *STEP_RUN_FLAGS,
@@ -94,18 +90,7 @@ def build_parser(doc):
         help="tiny attention size of a small aMLP "
         f"(default: {SMALL_DEFAULTS['attention_dim']})",
     )
-    parser.add_argument(
-        "--sequence-length",
-        type=positive_int,
-        default=64,
-        help="tokens per window, [CLS] and [SEP] included",
-    )
-    parser.add_argument(
-        "--vocabulary-size",
-        type=positive_int,
-        default=1200,
-        help="WordPiece vocabulary size to train (a small corpus may give fewer)",
-    )
+    add_window_flags(parser, "tokens per window, [CLS] and [SEP] included")
     parser.add_argument(
         "--recipe",
         choices=("paper",),

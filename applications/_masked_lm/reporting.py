@@ -7,16 +7,11 @@ def test_and_plot(args, trainer, history, test, counts):
     """Scores the chosen weights once on the test documents, and draws the
     training curves and the test accuracy by token frequency; returns
     (accuracy, perplexity)."""
-    from _shared.distribute import evaluation_data
-    from _shared.distribute import local_copy
     from _shared.report import plot_history
+    from _text_training.training import score_heldout
 
     test_x, test_y = test
-    x, y, weights = evaluation_data(test_x, test_y, ignored_label=0)
-    scores = trainer.evaluate(
-        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
-    )
-    trainer = local_copy(trainer)
+    scores, trainer = score_heldout(trainer, test)
     plot_history(
         history,
         args.output_dir / "training_curves.png",

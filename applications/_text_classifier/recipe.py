@@ -6,8 +6,6 @@ errors answer before Keras is imported."""
 import pathlib
 
 from _shared.flag_values import fraction
-from _shared.flag_values import non_negative_float
-from _shared.flag_values import positive_float
 from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
 from _shared.flags import flag_given
@@ -16,6 +14,7 @@ from _shared.flags import prepare_output_dir
 from _text_input.flags import add_text_file_flags
 from _text_input.flags import check_text_file_flags
 from _text_training.flags import STEP_RUN_FLAGS
+from _text_training.flags import add_adamw_flags
 from _text_training.flags import add_step_flags
 from _text_training.flags import check_step_flags
 
@@ -93,18 +92,7 @@ def parse_args(doc, argv=None):
         help="the pretrained preset directory to start from",
     )
     add_task_flags(parser)
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=5e-4,
-        help="peak AdamW learning rate (linear warm-up, cosine decay)",
-    )
-    parser.add_argument(
-        "--weight-decay",
-        type=non_negative_float,
-        default=0.01,
-        help="AdamW weight decay",
-    )
+    add_adamw_flags(parser, 5e-4)
     parser.add_argument(
         "--dropout", type=unit_float, default=0.1, help="dropout on the pooled output"
     )

@@ -22,6 +22,17 @@ LANGUAGE_MODEL_FAST = {
     "vocabulary_size": 300,
     "documents": FAST_DOCUMENTS,
 }
+# The flags that size a language model and its windows: a resumed run must
+# have the same.
+LANGUAGE_MODEL_FLAGS = (
+    "num_layers",
+    "hidden_dim",
+    "intermediate_dim",
+    "attention_dim",
+    "sequence_length",
+    "vocabulary_size",
+    "dropout",
+)
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # The step and file flags that define a text program's run (its data order,
 # schedule and numerics): a resumed run must have the same.
@@ -58,14 +69,37 @@ def check_language_model_flags(parser, args):
         )
 
 
+def add_window_flags(parser, sequence_help):
+    """--sequence-length (`sequence_help` says what it bounds) and
+    --vocabulary-size of the language-model programs."""
+    parser.add_argument(
+        "--sequence-length",
+        type=positive_int,
+        default=64,
+        help=sequence_help,
+    )
+    parser.add_argument(
+        "--vocabulary-size",
+        type=positive_int,
+        default=1200,
+        help="WordPiece vocabulary size to train (a small corpus may give fewer)",
+    )
+
+
 def add_optimizer_flags(parser):
     """--dropout, --learning-rate and --weight-decay of the language-model
     programs."""
     parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
+    add_adamw_flags(parser, 1e-3)
+
+
+def add_adamw_flags(parser, learning_rate):
+    """--learning-rate (peak, default `learning_rate`) and --weight-decay of
+    the text programs' AdamW."""
     parser.add_argument(
         "--learning-rate",
         type=positive_float,
-        default=1e-3,
+        default=learning_rate,
         help="peak AdamW learning rate (linear warm-up, cosine decay)",
     )
     parser.add_argument(

@@ -204,6 +204,19 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     return trainer, history, initial_scores
 
 
+def score_heldout(trainer, heldout):
+    """The chosen weights' scores ({metric: value}) on `heldout` (inputs,
+    labels; label 0 weighs nothing), and a copy of `trainer` on this
+    process's devices for what follows (predictions, plots)."""
+    from _shared.distribute import local_copy
+
+    x, y, weights = evaluation_data(*heldout, ignored_label=0)
+    scores = trainer.evaluate(
+        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
+    )
+    return scores, local_copy(trainer)
+
+
 def throughput(history):
     """The median tokens per second and input share over the checkpoint
     periods of `history` (None where no period was timed)."""

@@ -27,6 +27,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TREES = (("keras_gmlp", "."), ("applications", "applications"))
 
 
+def _source_root_of(name, root):
+    """The folder `name` is found from: keras_gmlp from the repository,
+    the programs' packages from applications/."""
+    top = name.split(".")[0]
+    for _, base in TREES:
+        folder = root / base
+        if (folder / top).is_dir() or (folder / f"{top}.py").is_file():
+            return folder
+    return root
+
+
 def import_graph(root):
     """{module: {imported module: first line}} over the checked trees,
     with only the edges between modules of those trees."""
@@ -39,7 +50,7 @@ def import_graph(root):
             names = imported_names(parsed, module, path.name == "__init__.py")
             edges = graph.setdefault(module, {})
             for name, line in names:
-                target = _resolve(name, source_root)
+                target = _resolve(name, _source_root_of(name, root))
                 if target != module:
                     edges.setdefault(target, line)
     return {

@@ -1,5 +1,8 @@
 """What the programs in applications/ share: flags, atomic files, Ctrl-C
-handling, resumable training, batches, plots and summaries.
+handling, distribution, resumable training, batches, plots and summaries.
+The text programs' own pipeline is in `_text_input`, their step-counted
+training in `_text_training`; each program's own parts are in its package
+(`_image_classifier`, `_masked_lm`, `_causal_lm`, `_text_classifier`).
 
 The programs import it as a sibling package (a script's own folder is first
 on `sys.path`); the tests find it through pytest's `pythonpath`. Only

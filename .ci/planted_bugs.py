@@ -114,7 +114,7 @@ BUGS = [
     ),
     (
         "--learning-rate accepts 0",
-        "applications/_shared/flags.py",
+        "applications/_shared/flag_values.py",
         'lambda v: v > 0, "above 0"',
         'lambda v: v >= 0, "above 0"',
         ["tests/applications/units/test_flag_edges.py"],
@@ -146,7 +146,7 @@ BUGS = [
     ),
     (
         "Text windows cut one token short of the document stream",
-        "applications/_shared/text_stream.py",
+        "applications/_text_input/windows.py",
         "ids.rebatch(length - 1, drop_remainder=not pad_last)",
         "ids.rebatch(length - 2, drop_remainder=not pad_last)",
         [
@@ -241,7 +241,7 @@ BUGS = [
     ),
     (
         "pretrain_mlm.py masks every step's batch the same way",
-        "applications/pretrain_mlm.py",
+        "applications/_masked_lm/data.py",
         "np.random.default_rng([args.seed, step, 1, shard])",
         "np.random.default_rng([args.seed, 1, shard])",
         [
@@ -250,7 +250,7 @@ BUGS = [
     ),
     (
         "train_causal_lm.py labels each token with itself, not the next one",
-        "applications/train_causal_lm.py",
+        "applications/_causal_lm/data.py",
         "    return x, rows[:, 1:]",
         "    return x, rows[:, :-1]",
         [
@@ -268,7 +268,7 @@ BUGS = [
     ),
     (
         "train_causal_lm.py refuses --max-length equal to --sequence-length",
-        "applications/train_causal_lm.py",
+        "applications/_causal_lm/recipe.py",
         "elif args.max_length > args.sequence_length:",
         "elif args.max_length >= args.sequence_length:",
         ["tests/applications/units/test_flag_edges.py::test_edges_between_flags"],
@@ -284,7 +284,7 @@ BUGS = [
     ),
     (
         "finetune_text_classifier.py accepts --test-fraction 0 (no validation data)",
-        "applications/finetune_text_classifier.py",
+        "applications/_text_classifier/recipe.py",
         '"--test-fraction",\n        type=fraction,',
         '"--test-fraction",\n        type=unit_float,',
         ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],
@@ -307,14 +307,14 @@ BUGS = [
     ),
     (
         "--dropout (and every rate in [0, 1)) accepts 1",
-        "applications/_shared/flags.py",
+        "applications/_shared/flag_values.py",
         'lambda v: 0 <= v < 1, "in [0, 1)"',
         'lambda v: 0 <= v <= 1, "in [0, 1)"',
         ["tests/applications/units/test_flag_edges.py::test_numeric_flag_edges"],
     ),
     (
         "The text programs' cosine reaches 0 warm-up steps after the last step",
-        "applications/_shared/text_training.py",
+        "applications/_text_training/training.py",
         "decay_steps=max(1, total_steps - warmup_steps),",
         "decay_steps=max(1, total_steps),",
         [
@@ -323,7 +323,7 @@ BUGS = [
     ),
     (
         "The language models' loss counts padding and unused mask slots",
-        "applications/_shared/text_training.py",
+        "applications/_text_training/training.py",
         "from_logits=True, ignore_class=0",
         "from_logits=True, ignore_class=None",
         [
@@ -375,7 +375,7 @@ BUGS = [
     ),
     (
         "A failed write of the stream's state leaves its staging folder behind",
-        "applications/_shared/text_stream.py",
+        "applications/_text_input/stream.py",
         "            shutil.rmtree(staging, ignore_errors=True)",
         "            pass",
         [

@@ -5,7 +5,7 @@ the input pipeline's speed against what the model consumes.
    generated corpora of 10^3 ... 10^6 documents, the same number of steps
    each (a subprocess per size; its peak RSS from `os.wait4`). The corpus
    streams, so the memory should stay flat.
-2. The input pipeline alone (`text_stream`: read, shuffle, tokenize, pack,
+2. The input pipeline alone (`_text_input`: read, shuffle, tokenize, pack,
    batch, mask), in tokens per second, against the tokens per second the
    default model trains on (from the middle size's run), and the share of
    the training time spent taking input.
@@ -123,7 +123,9 @@ def masked_stream(pattern, vocabulary, batch_size=32, length=64):
     batches and its `batches()` generator."""
     sys.path.insert(0, str(ROOT / "applications"))
     import numpy as np
-    from _shared import text_stream
+    from _text_input import stream as text_stream
+    from _text_input import text_files
+    from _text_input import windows as text_windows
 
     from keras_gmlp.models import gMLPTokenizer
     from keras_gmlp.utils.text_corpus import mask_slots
@@ -131,8 +133,8 @@ def masked_stream(pattern, vocabulary, batch_size=32, length=64):
 
     tokenizer = gMLPTokenizer(vocabulary=vocabulary, lowercase=True)
     dataset = text_stream.train_batches(
-        text_stream.file_documents(text_stream.resolve_files(pattern)),
-        lambda documents: text_stream.token_windows(documents, tokenizer, length),
+        text_files.file_documents(text_files.resolve_files(pattern)),
+        lambda documents: text_windows.token_windows(documents, tokenizer, length),
         batch_size,
         0,
         (10_000, 10_000),

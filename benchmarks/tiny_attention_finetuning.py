@@ -56,11 +56,13 @@ def _mlm():
     return _module(ROOT / "benchmarks" / "mlm_vs_transformer.py", "mlm_vs_transformer")
 
 
-def _program():
+def _offline_tasks():
+    """The fine-tuning program's offline tasks
+    (applications/_text_classifier/offline_tasks.py)."""
     sys.path.insert(0, str(ROOT / "applications"))
-    import finetune_text_classifier
+    from _text_classifier import offline_tasks
 
-    return finetune_text_classifier
+    return offline_tasks
 
 
 def _tasks(value):
@@ -215,16 +217,16 @@ def fine_tune(classifier, data, args):
 
 
 def load_tasks(args):
-    program = _program()
+    offline_tasks = _offline_tasks()
     flags = argparse.Namespace(
         test_fraction=0.25,
         fast=args.quick,
         pairs_per_paragraph=args.pairs_per_paragraph,
     )
     make = {
-        "package": program.offline_task,
-        "same-package": program.package_pair_task,
-        "same-module": program.module_pair_task,
+        "package": offline_tasks.offline_task,
+        "same-package": offline_tasks.package_pair_task,
+        "same-module": offline_tasks.module_pair_task,
     }
     return {task: make[task](flags)[:2] for task in args.tasks}
 

@@ -231,7 +231,7 @@ On the programs' models (benchmarks/lora_and_quantization.py) int8 kept the
 digits' test accuracy and the causal LM's perplexity (25.22 against 25.22)
 on every backend, with files 0.41-0.46x (images) and 0.32x (text) the size;
 speed is another matter: on these CPUs int8 was no faster, and at batch 32
-slower (benchmarks/README.md). A reloaded int8 model cannot be saved again
+slower (benchmarks/docs/lora_and_quantization.md). A reloaded int8 model cannot be saved again
 in Keras 3.15 (keras-hub's own models neither): keep the float one.
 
 ## Text models

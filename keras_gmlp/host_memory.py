@@ -36,7 +36,7 @@ def keep_freed_host_memory():
     heaps. From a shell, `MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0
     MALLOC_TRIM_THRESHOLD_=68719476736` has the same effect. JAX gains the
     most; TensorFlow's and PyTorch's allocators already reuse most of their
-    memory (benchmarks/README.md measures all three).
+    memory (benchmarks/docs/throughput.md measures all three).
 
     Returns:
         True if the settings were applied. False where the C library is not

@@ -4,15 +4,15 @@ and flag errors answer before Keras is imported."""
 
 import os
 
+from _shared.flag_values import non_negative_float
+from _shared.flag_values import non_negative_int
+from _shared.flag_values import positive_float
+from _shared.flag_values import positive_int
+from _shared.flag_values import unit_float
 from _shared.flags import add_quantize_flag
 from _shared.flags import flag_given
 from _shared.flags import make_parser
-from _shared.flags import non_negative_float
-from _shared.flags import non_negative_int
-from _shared.flags import positive_float
-from _shared.flags import positive_int
 from _shared.flags import prepare_output_dir
-from _shared.flags import unit_float
 from _shared.variants import variant_tables
 
 DEFAULT_OUTPUT_DIR = "outputs/train_image_classifier"

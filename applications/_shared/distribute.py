@@ -31,8 +31,8 @@ ADDRESS = re.compile(r"^[^\s,:]+:\d{1,5}$")
 def add_distribute_flags(group, input_shards=False):
     """--distribute, --model-shards and the multi-process flags (and
     --input-shards for the programs whose input is a sharded stream)."""
-    from .flags import non_negative_int
-    from .flags import positive_int
+    from .flag_values import non_negative_int
+    from .flag_values import positive_int
 
     group.add_argument(
         "--distribute",

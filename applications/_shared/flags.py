@@ -6,10 +6,12 @@ at once.
 """
 
 import argparse
-import math
 import pathlib
 import sys
 import tempfile
+
+from .flag_values import positive_int
+from .flag_values import seed_int
 
 # Set by the programs' tests and CI: tiny data and one short epoch, enough to
 # run every step of a program end to end.
@@ -73,26 +75,6 @@ def make_parser(doc, default_output_dir):
     return parser
 
 
-def _number(text, kind):
-    """`text` as a finite `kind` (int or float), or an argparse error."""
-    try:
-        value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
-        raise argparse.ArgumentTypeError(
-            f"expected {noun}, received {text!r}"
-        ) from None
-    if kind is float and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, received {text!r}")
-    return value
-
-
-def _checked(value, text, allowed, range_text):
-    if not allowed(value):
-        raise argparse.ArgumentTypeError(f"must be {range_text}, received {text!r}")
-    return value
-
-
 def add_run_flags(parser):
     """--restart and --patience: how a run in --output-dir starts and stops."""
     parser.add_argument(
@@ -107,45 +89,6 @@ def add_run_flags(parser):
         default=None,
         help="stop once the validation score has not improved for this many "
         "epochs (default: train every epoch)",
-    )
-
-
-def positive_int(text):
-    """argparse type: an integer >= 1."""
-    return _checked(_number(text, int), text, lambda v: v >= 1, "at least 1")
-
-
-def non_negative_int(text):
-    """argparse type: an integer >= 0."""
-    return _checked(_number(text, int), text, lambda v: v >= 0, ">= 0")
-
-
-def seed_int(text):
-    """argparse type: a random seed, an integer in [0, 2**32) (NumPy's
-    global seed, which Keras sets, takes no other)."""
-    return _checked(_number(text, int), text, lambda v: 0 <= v < 2**32, "in [0, 2**32)")
-
-
-def positive_float(text):
-    """argparse type: a finite number > 0."""
-    return _checked(_number(text, float), text, lambda v: v > 0, "above 0")
-
-
-def non_negative_float(text):
-    """argparse type: a finite number >= 0."""
-    return _checked(_number(text, float), text, lambda v: v >= 0, ">= 0")
-
-
-def unit_float(text):
-    """argparse type: a number in [0, 1), e.g. a dropout rate."""
-    return _checked(_number(text, float), text, lambda v: 0 <= v < 1, "in [0, 1)")
-
-
-def fraction(text):
-    """argparse type: a number in (0, 1), a share of the data that must
-    leave something on both sides."""
-    return _checked(
-        _number(text, float), text, lambda v: 0 < v < 1, "in (0, 1), both excluded"
     )
 
 
@@ -172,81 +115,6 @@ def flag_given(argv, flag):
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
-# What --fast sets in the language-model programs: a model and corpus
-# small enough for a smoke run of every step.
-LANGUAGE_MODEL_FAST = {
-    "num_layers": 1,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "attention_dim": 8,
-    "sequence_length": 32,
-    "vocabulary_size": 300,
-    "documents": 12,
-}
-
-
-def check_language_model_flags(parser, args):
-    """The checks the language-model programs share, as flag errors."""
-    if args.intermediate_dim % 2:
-        parser.error(
-            f"--intermediate-dim must be even; received {args.intermediate_dim}"
-        )
-    if args.sequence_length < 8:
-        parser.error(
-            f"--sequence-length must be at least 8; received {args.sequence_length}"
-        )
-    if args.vocabulary_size < 50:
-        parser.error(
-            f"--vocabulary-size must be at least 50; received {args.vocabulary_size}"
-        )
-
-
-def add_optimizer_flags(parser):
-    """--dropout, --learning-rate and --weight-decay of the language-model
-    programs."""
-    parser.add_argument("--dropout", type=unit_float, default=0.1, help="dropout rate")
-    parser.add_argument(
-        "--learning-rate",
-        type=positive_float,
-        default=1e-3,
-        help="peak AdamW learning rate (linear warm-up, cosine decay)",
-    )
-    parser.add_argument(
-        "--weight-decay",
-        type=non_negative_float,
-        default=0.01,
-        help="AdamW weight decay",
-    )
-
-
-DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
-# The step and file flags that define a text program's run (its data order,
-# schedule and numerics): a resumed run must have the same.
-STEP_RUN_FLAGS = (
-    "train_files",
-    "validation_files",
-    "test_files",
-    "shuffle_buffer",
-    "batch_size",
-    "seed",
-    "epochs",
-    "steps",
-    "warmup_steps",
-    "save_every",
-    "dtype_policy",
-    "num_processes",
-    "input_shards",
-)
-# The corpus flags of the language-model programs, likewise.
-CORPUS_RUN_FLAGS = (
-    "dataset",
-    "text_feature",
-    "vocabulary",
-    "vocabulary_sample",
-    "heldout_fraction",
-)
-
-
 def add_quantize_flag(parser, served):
     """--quantize: `Model.quantize` on a copy of the model that `served`
     names; the trained model and its files stay float."""
@@ -257,151 +125,3 @@ def add_quantize_flag(parser, served):
         "norms and the spatial gating unit stay float) and report its score "
         "beside float32's",
     )
-
-
-def add_step_flags(parser):
-    """The flags that count training in steps, and its precision: the text
-    programs' checkpoint periods, evaluations and schedule."""
-    group = parser.add_argument_group("steps and precision")
-    group.add_argument(
-        "--steps",
-        type=positive_int,
-        help="train for this many steps (batches) instead of --epochs",
-    )
-    group.add_argument(
-        "--warmup-steps",
-        type=non_negative_int,
-        help="steps of linear learning-rate warm-up before the cosine decay "
-        "(default: a tenth of the steps)",
-    )
-    group.add_argument(
-        "--eval-every",
-        type=positive_int,
-        help="steps between validation scores, which choose the best "
-        "checkpoint (default: one epoch with --epochs, else about a tenth "
-        "of the steps)",
-    )
-    group.add_argument(
-        "--save-every",
-        type=positive_int,
-        help="steps between checkpoints a rerun resumes from; divides "
-        "--eval-every (default: --eval-every)",
-    )
-    group.add_argument(
-        "--eval-batches",
-        type=positive_int,
-        default=100,
-        help="most batches of the validation and of the test split scored",
-    )
-    group.add_argument(
-        "--dtype-policy",
-        choices=DTYPE_POLICIES,
-        default="float32",
-        help="Keras dtype policy: mixed precision computes in bfloat16 or "
-        "float16 with float32 weights",
-    )
-    from .distribute import add_distribute_flags
-
-    add_distribute_flags(parser.add_argument_group("devices and hosts"), True)
-
-
-def check_step_flags(parser, args, argv):
-    """The step flags' checks that need no data, as flag errors."""
-    from .distribute import check_distribute_flags
-
-    check_distribute_flags(parser, args)
-    if args.steps is not None and flag_given(argv, "--epochs"):
-        parser.error("--steps and --epochs both set the length of training: give one")
-    if args.eval_every and args.save_every and args.eval_every % args.save_every:
-        parser.error(
-            f"--save-every {args.save_every} must divide --eval-every "
-            f"{args.eval_every}, so that every evaluation has a checkpoint"
-        )
-
-
-def add_text_file_flags(parser, with_vocabulary=True):
-    """--train-files, --validation-files, --test-files and, with
-    `with_vocabulary`, the vocabulary flags; --shuffle-buffer."""
-    group = parser.add_argument_group("local text files")
-    for part, note in (
-        ("train", "the documents to train on"),
-        (
-            "validation",
-            "held-out documents that choose the checkpoint "
-            "(default: carved from the train files)",
-        ),
-        (
-            "test",
-            "held-out documents scored once (default: carved from the train files)",
-        ),
-    ):
-        group.add_argument(
-            f"--{part}-files",
-            metavar="GLOB",
-            help=f"{note}: UTF-8 text files (.txt, or .gz), a blank line "
-            "between documents; quote the glob",
-        )
-    group.add_argument(
-        "--shuffle-buffer",
-        type=positive_int,
-        default=10000,
-        help="documents (and windows) shuffled together: the memory that "
-        "shuffling takes",
-    )
-    if with_vocabulary:
-        group.add_argument(
-            "--vocabulary",
-            metavar="FILE",
-            help="a WordPiece vocabulary, one word piece a line with BERT's "
-            "special tokens (vocab.txt), instead of training one",
-        )
-        group.add_argument(
-            "--vocabulary-sample",
-            type=positive_int,
-            default=100000,
-            help="most train documents the vocabulary is trained on",
-        )
-
-
-def check_text_file_flags(parser, args):
-    """--validation-files and --test-files need --train-files, and the
-    files exclude --dataset."""
-    if getattr(args, "dataset", None) and args.train_files:
-        parser.error("--train-files and --dataset both choose the corpus: give one")
-    for part in ("validation", "test"):
-        if getattr(args, f"{part}_files") and not args.train_files:
-            parser.error(f"--{part}-files needs --train-files")
-
-
-def add_corpus_flags(parser, default_corpus):
-    """--dataset (a tensorflow-datasets text corpus, streamed), its
-    --data-dir and --text-feature, the local text files, and the share of
-    documents held out where a corpus has no such split."""
-    parser.add_argument(
-        "--heldout-fraction",
-        type=fraction,
-        default=0.1,
-        help="share of documents held out for validation and again for test "
-        "(where the corpus has no such split)",
-    )
-    parser.add_argument(
-        "--dataset",
-        help=f"a tensorflow-datasets text corpus (e.g. wikipedia/20230601.en, "
-        f"c4) instead of {default_corpus}, read as a stream",
-    )
-    parser.add_argument(
-        "--data-dir", help="where tensorflow-datasets keeps prepared datasets"
-    )
-    parser.add_argument(
-        "--text-feature",
-        help="the --dataset feature holding the text (default: 'text', "
-        "or its only text feature)",
-    )
-    add_text_file_flags(parser)
-
-
-def check_corpus_flags(parser, args):
-    """The corpus flags' checks, as flag errors."""
-    if (args.data_dir or args.text_feature) and not args.dataset:
-        parser.error("--data-dir and --text-feature need --dataset")
-    check_text_file_flags(parser, args)

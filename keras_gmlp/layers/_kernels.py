@@ -5,7 +5,7 @@ round-off: a plain form, the formula Keras itself uses, and a fast form that
 a benchmark showed to be faster on some backend or device. By default
 ("auto") each kernel takes its fast form exactly where it was measured to
 help; the comment above each kernel gives the figure, from
-benchmarks/README.md. The layers call these functions and never look at the
+benchmarks/docs/throughput.md. The layers call these functions and never look at the
 backend or the device themselves.
 
 `use_kernels` forces every kernel to one form, so that tests can run each
@@ -79,7 +79,7 @@ def uses_fast_form(name):
 
 
 # Measured on TensorFlow CPUs: the gMLP-S training step (batch 8, interleaved
-# A/B in one process) took 0.87x the time with XLA; see benchmarks/README.md.
+# A/B in one process) took 0.87x the time with XLA; see benchmarks/docs/throughput.md.
 # Keras' "auto" turns XLA off on TensorFlow when there is no accelerator, so
 # the image models (builders and tasks) ask for it there; everywhere else
 # they keep "auto".

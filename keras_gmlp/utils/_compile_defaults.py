@@ -6,7 +6,7 @@ from keras_gmlp.layers._kernels import default_jit_compile
 class XLAOnTensorFlowCPU:
     """Mixin for a `keras.Model` subclass: `compile(jit_compile="auto")`
     compiles with XLA on TensorFlow CPUs too, where the image models train
-    faster with it (benchmarks/README.md). Keras' own "auto" turns XLA off
+    faster with it (benchmarks/docs/throughput.md). Keras' own "auto" turns XLA off
     on TensorFlow when there is no accelerator. An explicit `jit_compile`
     is kept, and every other backend and device, and a multi-replica
     `tf.distribute` strategy, keep Keras' "auto"."""

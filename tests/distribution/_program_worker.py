@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "applications"))
 
 import pretrain_mlm  # noqa: E402
-from _shared import text_training  # noqa: E402
+from _text_training import training as text_training  # noqa: E402
 
 from keras_gmlp.distribution import get_layout_map  # noqa: E402
 from tests.distribution._jax_worker import check_layouts  # noqa: E402

@@ -63,7 +63,7 @@ def test_forcing_picks_every_form():
 
 
 def test_automatic_choice_on_this_cpu():
-    """What benchmarks/README.md measured: XLA CPUs take the matmul form of
+    """What benchmarks/docs/throughput.md measured: XLA CPUs take the matmul form of
     the spatial projection, JAX CPUs the leaner GELU and LayerNorm,
     TensorFlow the ONNX-loadable GELU, and PyTorch only its decoding step."""
     backend = keras.backend.backend()

@@ -11,6 +11,8 @@ import types
 import keras
 import numpy as np
 import pytest
+from _text_classifier import data as task_data
+from _text_classifier import offline_tasks
 
 from tests.applications.programs._text_program_helpers import fast_pretraining_dir
 from tests.applications.programs._text_program_helpers import leftovers
@@ -42,7 +44,7 @@ def test_fast_default_writes_outputs(tmp_path, capsys):
     # the program's own (seeded) test split, as a user would load it.
     from keras_gmlp.models import gMLPTextClassifier
 
-    data, _, _ = program.offline_task(
+    data, _, _ = offline_tasks.offline_task(
         types.SimpleNamespace(test_fraction=0.25, fast=True)
     )
     classifier = gMLPTextClassifier.from_preset(str(tmp_path / "best_preset"))
@@ -99,9 +101,8 @@ def test_lora_rank_trains_the_factors_and_head_only(tmp_path):
 
 
 def test_offline_task_splits_by_module_file():
-    program = load_program("finetune_text_classifier")
     args = types.SimpleNamespace(test_fraction=0.25, fast=False)
-    data, classes, _ = program.offline_task(args)
+    data, classes, _ = offline_tasks.offline_task(args)
     train, validation, test = data["train"], data["validation"], data["test"]
     assert set(train["files"]).isdisjoint(test["files"])
     assert set(train["files"]).isdisjoint(validation["files"])
@@ -125,17 +126,16 @@ def test_pairs_are_balanced_and_split_by_module(same, pairs_per_paragraph):
     partners enough for no pair to come twice)."""
     from keras_gmlp.utils import text_corpus
 
-    program = load_program("finetune_text_classifier")
     args = types.SimpleNamespace(
         test_fraction=0.25, fast=False, pairs_per_paragraph=pairs_per_paragraph
     )
-    data, classes, _ = program.paragraph_pair_task(args, same)
+    data, classes, _ = offline_tasks.paragraph_pair_task(args, same)
     assert classes == [f"other {same}", f"same {same}"]
-    files = {part: set(data[part]["files"]) for part in program.PARTS}
+    files = {part: set(data[part]["files"]) for part in offline_tasks.PARTS}
     assert not files["train"] & files["test"]
     assert not files["train"] & files["validation"]
     assert not files["validation"] & files["test"]
-    for part in program.PARTS:
+    for part in offline_tasks.PARTS:
         paragraphs = {
             name: {
                 paragraph
@@ -162,7 +162,7 @@ def test_pairs_are_balanced_and_split_by_module(same, pairs_per_paragraph):
             if same == "module":
                 assert len(packages) == 1, (a, b)
     # The pairs reach the preprocessor as two segments.
-    sources = program.memory_task_sources(data)
+    sources = task_data.memory_task_sources(data)
     (texts, label) = next(iter(sources["test"].dataset()))
     assert len(texts) == 2 and int(label) == data["test"]["labels"][0]
 
@@ -181,13 +181,13 @@ def test_glue_tasks_with_mock_data(
     preset = fast_pretraining_dir() / "final_preset"
     program = load_program("finetune_text_classifier")
     seen = {}
-    packed = program.packed
+    packed = task_data.packed
 
     def recording_packed(preprocessor, examples):
         seen["segments"] = len(examples.element_spec[0])
         return packed(preprocessor, examples)
 
-    monkeypatch.setattr(program, "packed", recording_packed)
+    monkeypatch.setattr(task_data, "packed", recording_packed)
     with tfds.testing.mock_data(num_examples=12):
         summary = program.main(
             [
@@ -259,7 +259,7 @@ def test_text_files_are_labelled_by_their_folder(tmp_path):
             str(tmp_path / "train" / "*" / "*.txt"),
         ]
     )
-    sources, classes, _ = program.file_task(parser, args)
+    sources, classes, _ = task_data.file_task(parser, args)
     assert classes == ["neg", "pos"]
     seen = {}
     for part in ("train", "validation", "test"):
@@ -282,7 +282,7 @@ def test_text_files_are_labelled_by_their_folder(tmp_path):
         ]
     )
     with pytest.raises(SystemExit):
-        program.file_task(parser, args)
+        task_data.file_task(parser, args)
 
 
 def fast_pretraining_preset_stub(tmp_path):

@@ -29,13 +29,15 @@ def heldout_scores_in_numpy(output_dir):
     """(accuracy, perplexity, tokens) of `best_preset` on the --fast run's
     test windows: argmax and exp(mean cross-entropy) over the real masked
     slots (label > 0), computed from the logits with numpy."""
+    from _masked_lm import data as mlm_data
+
     from keras_gmlp.models import gMLPMaskedLM
 
     program = load_program("pretrain_mlm")
     parser, args = program.parse_args(["--fast", "--output-dir", str(output_dir)])
     run = RunState(output_dir, {})
     run.resuming = True  # the run's own vocabulary.txt
-    _, _, masked, _, _ = program.masked_corpus(parser, args, run)
+    _, _, masked, _, _ = mlm_data.masked_corpus(parser, args, run)
     inputs, labels = masked["test"]
     masked_lm = gMLPMaskedLM.from_preset(str(output_dir / "best_preset"))
     logits = keras.ops.convert_to_numpy(masked_lm(inputs)).astype("float64")
@@ -161,22 +163,22 @@ def test_help_shows_defaults():
 
 def test_frequency_bins_merge_small_bins_and_leave_none_empty():
     import numpy as np
+    from _masked_lm import reporting
 
-    program = load_program("pretrain_mlm")
     # 3 tokens seen once, 100 seen 50 times, 4 seen 900 times.
     frequency = np.array([1] * 3 + [50] * 100 + [900] * 4)
-    edges, bins = program.frequency_bins(frequency, num_bins=5, min_tokens=20)
+    edges, bins = reporting.frequency_bins(frequency, num_bins=5, min_tokens=20)
     sizes = np.bincount(bins, minlength=len(edges) - 1)
     assert sizes.tolist() == [107]  # both small groups merged into the large one
     frequency = np.array([1] * 40 + [50] * 100 + [900] * 30)
-    edges, bins = program.frequency_bins(frequency, num_bins=5, min_tokens=20)
+    edges, bins = reporting.frequency_bins(frequency, num_bins=5, min_tokens=20)
     # Quantile edges 1, 50, 900: the last bin is closed, so 900 joins 50.
     assert edges.tolist() == [1, 50, 900]
     assert np.bincount(bins).tolist() == [40, 130]
 
 
 def test_split_documents_gives_three_disjoint_sets():
-    from _shared.text_training import split_documents
+    from _text_input.sources import split_documents
 
     documents = {f"doc{i:02d}": f"text {i}" for i in range(40)}
     parts = split_documents(documents, 0.1)

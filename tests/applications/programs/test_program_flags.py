@@ -279,7 +279,7 @@ def test_a_finished_run_answers_before_tensorflow_loads(tmp_path):
     output_dir.mkdir()
     program = load_program("pretrain_mlm")
     _, args = program.parse_args(["--fast", "--output-dir", str(output_dir)])
-    model_flags = {name: getattr(args, name) for name in program.MODEL_FLAGS}
+    model_flags = {name: getattr(args, name) for name in program.recipe.MODEL_FLAGS}
     state = {
         "stage": "finished",
         "model_flags": json.loads(json.dumps(model_flags, default=str)),

@@ -50,12 +50,7 @@ def stored_run(name, tmp_path, stage="training", **changes):
     output_dir = tmp_path / "out"
     flags = program_flags(name, tmp_path) + ["--output-dir", str(output_dir)]
     _, args = program.parse_args(flags)
-    names = (
-        program.recipe.MODEL_FLAGS
-        if name == "train_image_classifier"
-        else program.MODEL_FLAGS
-    )
-    model_flags = {n: getattr(args, n) for n in names}
+    model_flags = {n: getattr(args, n) for n in program.recipe.MODEL_FLAGS}
     model_flags = json.loads(json.dumps(model_flags, default=str))
     model_flags.update(changes)
     state = {"stage": stage, "model_flags": model_flags}

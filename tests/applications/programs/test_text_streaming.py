@@ -1,5 +1,5 @@
-"""The text programs' streamed input (applications/_shared/text_stream.py,
-text_sources.py, language_corpus.py): documents read from local files as a
+"""The text programs' streamed input (applications/_text_input/: text_files,
+sources, windows, stream, corpus): documents read from local files as a
 stream, windows packed across documents, the stream's state kept with each
 checkpoint, steps instead of epochs, and the refusals of bad input.
 
@@ -14,9 +14,11 @@ import json
 import keras
 import numpy as np
 import pytest
-from _shared import text_sources
-from _shared import text_stream
 from _shared.callbacks import TrainingBackup
+from _text_input import sources as text_sources
+from _text_input import stream as text_stream
+from _text_input import text_files
+from _text_input import windows as text_windows
 
 from keras_gmlp.models import gMLPTokenizer
 from keras_gmlp.utils import text_corpus
@@ -58,13 +60,13 @@ def test_files_stream_their_documents_split_at_blank_lines(tmp_path):
     pattern, per_file = write_corpus(tmp_path, files=3, documents=5, gz=True)
     # Extra blank lines and a document of two lines.
     (tmp_path / "part-9.txt").write_text("\n\nfirst line\nsecond line\n\n\n\nlast")
-    paths = text_stream.resolve_files(pattern)
+    paths = text_files.resolve_files(pattern)
     read = [
-        [d.decode() for d in text_stream.read_documents(p).as_numpy_iterator()]
+        [d.decode() for d in text_files.read_documents(p).as_numpy_iterator()]
         for p in paths
     ]
     assert read == per_file + [["first line\nsecond line", "last"]]
-    streamed = list(text_stream.file_documents(paths).as_numpy_iterator())
+    streamed = list(text_files.file_documents(paths).as_numpy_iterator())
     assert sorted(streamed) == sorted(d.encode() for f in read for d in f)
 
 
@@ -74,7 +76,7 @@ def test_windows_join_documents_with_sep_across_boundaries():
     import tensorflow as tf
 
     windows = list(
-        text_stream.token_windows(
+        text_windows.token_windows(
             tf.data.Dataset.from_tensor_slices(texts), tokenizer, 16
         ).as_numpy_iterator()
     )
@@ -105,7 +107,7 @@ def masked_stream(tmp_path, name, seed=3):
     texts, _ = corpus_text(np.random.default_rng(2), 30)
     batches = text_stream.train_batches(
         tf.data.Dataset.from_tensor_slices(texts),
-        lambda documents: text_stream.token_windows(documents, tokenizer, 16),
+        lambda documents: text_windows.token_windows(documents, tokenizer, 16),
         4,
         seed,
         (8, 16),

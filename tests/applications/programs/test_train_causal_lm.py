@@ -61,10 +61,10 @@ def test_fast_default_trains_saves_and_generates(fast_run):
     assert len(scores["initial"]) == backbone.num_layers
     assert (output_dir / "spatial_filters.png").stat().st_size > 0
     generations = summary["generations"]
-    assert sorted(generations) == sorted(program.SAMPLERS)
+    assert sorted(generations) == sorted(program.recipe.SAMPLERS)
     for texts in generations.values():
-        assert len(texts) == len(program.DEFAULT_PROMPTS)
-        for prompt, text in zip(program.DEFAULT_PROMPTS, texts):
+        assert len(texts) == len(program.recipe.DEFAULT_PROMPTS)
+        for prompt, text in zip(program.recipe.DEFAULT_PROMPTS, texts):
             assert text.startswith(prompt)
 
 
@@ -82,7 +82,11 @@ def test_generation_from_preset_matches_the_trained_model(fast_run, tmp_path):
             "--output-dir",
             str(tmp_path),
         ]
-        + [flag for prompt in program.DEFAULT_PROMPTS for flag in ("--prompt", prompt)]
+        + [
+            flag
+            for prompt in program.recipe.DEFAULT_PROMPTS
+            for flag in ("--prompt", prompt)
+        ]
     )
     generated = json.loads((tmp_path / "generations.json").read_text())["generations"]
     # Greedy decoding of the reloaded preset repeats the trained model's.
@@ -123,19 +127,20 @@ def test_quantized_perplexity_counts_the_real_next_tokens(fast_run):
     other than 0) of the hand-quantized model's logits, and the trained
     model is left float."""
     import numpy as np
+    from _causal_lm import data as lm_data
+    from _causal_lm import generation
 
     from keras_gmlp.models import gMLPCausalLM
 
     output_dir, _ = fast_run
-    program = load_program("train_causal_lm")
     causal_lm = gMLPCausalLM.from_preset(str(output_dir / "best_preset"))
     length = causal_lm.backbone.max_sequence_length
     rng = np.random.default_rng(3)
     rows = rng.integers(5, causal_lm.backbone.vocabulary_size, (3, length + 1))
     rows[1, 9:] = 0  # a shorter window: its padding is not counted
-    x, y = program.inputs_and_labels(rows.astype("int32"))
+    x, y = lm_data.inputs_and_labels(rows.astype("int32"))
     args = types.SimpleNamespace(quantize="int8")
-    quantized, scores = program.quantized_generator(args, causal_lm, (x, y))
+    quantized, scores = generation.quantized_generator(args, causal_lm, (x, y))
     assert all(w.dtype != "int8" for w in causal_lm.weights)
     assert any(w.dtype == "int8" for w in quantized.weights)
     backbone = _int8_reference(output_dir / "best_preset").backbone
@@ -153,6 +158,8 @@ def test_quantized_perplexity_counts_the_real_next_tokens(fast_run):
 def test_an_interrupt_while_generating_resumes_from_the_trained_weights(
     fast_run, tmp_path, monkeypatch
 ):
+    from _causal_lm import generation
+
     reference_dir, reference = fast_run
     program = load_program("train_causal_lm")
     output_dir = tmp_path / "out"
@@ -163,7 +170,7 @@ def test_an_interrupt_while_generating_resumes_from_the_trained_weights(
 
     with monkeypatch.context() as patch:
         # Ctrl-C while the samples are written: training is kept.
-        patch.setattr(program, "generate_all", interrupted)
+        patch.setattr(generation, "generate_all", interrupted)
         with pytest.raises(KeyboardInterrupt):
             program.main(flags)
     state = json.loads((output_dir / "run_state.json").read_text())

@@ -192,7 +192,7 @@ def test_a_stream_state_that_fails_halfway_keeps_the_previous_state(tmp_path):
     """The train stream's position at each checkpoint (`BatchStream.save`):
     a failed write leaves the last whole state, and no half-made one."""
     import tensorflow as tf
-    from _shared import text_stream
+    from _text_input import stream as text_stream
 
     batches = tf.data.Dataset.range(100).batch(2)
     stream = text_stream.BatchStream(

@@ -71,7 +71,7 @@ def test_fit_resumably_keeps_the_best_validation_epoch_and_stops_on_it(tmp_path)
 
 
 def test_text_fit_task_validates_on_the_validation_data(monkeypatch):
-    from _shared import text_training
+    from _text_training import training as text_training
 
     seen = {}
     monkeypatch.setattr(
@@ -123,7 +123,7 @@ class Calls:
 
 
 def patch_language_model_reports(monkeypatch, summary):
-    from _shared import text_training
+    from _text_training import training as text_training
 
     monkeypatch.setattr(
         text_training, "write_language_model_summary", lambda *a, **k: summary
@@ -141,13 +141,19 @@ def heldout_parts():
 
 
 def test_pretrain_mlm_chooses_on_validation_and_scores_test_once(monkeypatch, tmp_path):
+    from _masked_lm import data
+    from _masked_lm import reporting
+    from _masked_lm import training
+
     program = load_program("pretrain_mlm")
     parts, calls = heldout_parts(), Calls()
     corpus = ("tokenizer", "train source", parts, np.ones(10), {})
-    monkeypatch.setattr(program, "masked_corpus", lambda *a: corpus)
+    monkeypatch.setattr(data, "masked_corpus", lambda *a: corpus)
     trained = ("model", "trainer", "history", {})
-    monkeypatch.setattr(program, "train", calls.step("train", trained, 3, 4))
-    monkeypatch.setattr(program, "test_and_plot", calls.step("score", (0.5, 2.0), 1, 3))
+    monkeypatch.setattr(training, "train", calls.step("train", trained, 3, 4))
+    monkeypatch.setattr(
+        reporting, "test_and_plot", calls.step("score", (0.5, 2.0), 1, 3)
+    )
     patch_language_model_reports(
         monkeypatch, {"heldout_masked_tokens": 3, "seconds": 0}
     )
@@ -159,15 +165,20 @@ def test_pretrain_mlm_chooses_on_validation_and_scores_test_once(monkeypatch, tm
 
 
 def test_causal_lm_chooses_on_validation_and_scores_test_once(monkeypatch, tmp_path):
+    from _causal_lm import data
+    from _causal_lm import generation
+    from _causal_lm import reporting
+    from _causal_lm import training
+
     program = load_program("train_causal_lm")
     parts, calls = heldout_parts(), Calls()
     corpus = ("tokenizer", "train source", parts, np.ones(10), {})
-    monkeypatch.setattr(program, "next_token_corpus", lambda *a: corpus)
+    monkeypatch.setattr(data, "next_token_corpus", lambda *a: corpus)
     trained = ("causal lm", "trainer", "history", {})
-    monkeypatch.setattr(program, "train", calls.step("train", trained, 3, 4))
-    monkeypatch.setattr(program, "evaluate_and_plot", calls.step("score", 2.0, 1, 3))
+    monkeypatch.setattr(training, "train", calls.step("train", trained, 3, 4))
+    monkeypatch.setattr(reporting, "evaluate_and_plot", calls.step("score", 2.0, 1, 3))
     monkeypatch.setattr(
-        program, "generate_and_write", calls.step("generate", ({}, {}), 1, 2)
+        generation, "generate_and_write", calls.step("generate", ({}, {}), 1, 2)
     )
     patch_language_model_reports(monkeypatch, {"seconds": 0})
     program.main(["--fast", "--output-dir", str(tmp_path)])
@@ -182,7 +193,9 @@ def test_text_classifier_chooses_on_validation_and_scores_test_once(
     monkeypatch, tmp_path
 ):
     from _shared import report
-    from _shared import text_training
+    from _text_classifier import reporting
+    from _text_classifier import training
+    from _text_training import training as text_training
 
     program = load_program("finetune_text_classifier")
     preset = tmp_path / "preset"
@@ -199,11 +212,11 @@ def test_text_classifier_chooses_on_validation_and_scores_test_once(
         "majority_accuracy": 0.5,
     }
     classifier = types.SimpleNamespace(count_params=lambda: 1, trainable_weights=[])
-    monkeypatch.setattr(program, "prepare", lambda *a: (task, classifier, parts))
+    monkeypatch.setattr(training, "prepare", lambda *a: (task, classifier, parts))
     monkeypatch.setattr(
-        program, "train_classifier", calls.step("train", ("trainer", "h"), 3, 4)
+        training, "train_classifier", calls.step("train", ("trainer", "h"), 3, 4)
     )
-    monkeypatch.setattr(program, "test_and_plot", calls.step("score", 0.5, 1, 2))
+    monkeypatch.setattr(reporting, "test_and_plot", calls.step("score", 0.5, 1, 2))
     monkeypatch.setattr(report, "plot_history", lambda *a: None)
     monkeypatch.setattr(report, "write_summary", lambda *a, **k: {"seconds": 0})
     monkeypatch.setattr(text_training, "training_facts", lambda *a: {})

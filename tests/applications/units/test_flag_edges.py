@@ -11,7 +11,7 @@ programs have, so a new one cannot go untested."""
 import importlib
 
 import pytest
-from _shared import flags as shared_flags
+from _shared import flag_values as shared_flags
 
 # Parsing does not depend on KERAS_BACKEND: CI runs these once.
 pytestmark = pytest.mark.backend_independent
@@ -274,7 +274,7 @@ def resolve(steps, warmup, every, tmp_path):
     """`resolve_steps` (the check of the step flags once the data has
     been counted) on the causal LM's flags, with --save-every and
     --eval-every both `every`."""
-    from _shared.text_training import resolve_steps
+    from _text_training.training import resolve_steps
 
     parser, args = parse("train_causal_lm", ["--steps", str(steps)], tmp_path)
     args.warmup_steps, args.save_every, args.eval_every = warmup, every, every

@@ -58,7 +58,7 @@ def assert_schedule(schedule, peak, warmup, total, constant=False):
     "peak, warmup, total", [(1e-3, 10, 100), (5e-4, 1, 7), (2e-3, 30, 30)]
 )
 def test_text_programs_warm_up_then_decay_to_zero_at_the_last_step(peak, warmup, total):
-    from _shared.text_training import warmup_cosine_adamw
+    from _text_training.training import warmup_cosine_adamw
 
     optimizer = warmup_cosine_adamw(peak, 0.01, total, warmup)
     assert_schedule(schedule_of(optimizer), peak, warmup, total)
@@ -73,7 +73,7 @@ def test_text_programs_warm_up_then_decay_to_zero_at_the_last_step(peak, warmup,
 def test_pretraining_paper_recipe_schedule(tmp_path):
     """--recipe paper: BERT's 1e-4 peak after 10,000 warm-up steps of 1M,
     weight decay 0.01."""
-    from _shared.text_training import warmup_cosine_adamw
+    from _text_training.training import warmup_cosine_adamw
 
     program = load_program("pretrain_mlm")
     flags = ["--model", "gmlp_base", "--recipe", "paper"]
@@ -164,13 +164,13 @@ def test_image_program_schedule_counts_steps_not_images(monkeypatch, tmp_path):
 )
 def test_default_evaluation_period_divides_the_steps(steps, expected):
     """The largest divisor of the steps up to a tenth of them."""
-    from _shared.text_training import default_eval_every
+    from _text_training.training import default_eval_every
 
     assert default_eval_every(steps) == expected
 
 
 def resolved(**flags):
-    from _shared.text_training import resolve_steps
+    from _text_training.training import resolve_steps
 
     defaults = {"steps": None, "epochs": 3, "eval_every": None, "save_every": None}
     args = types.SimpleNamespace(**{**defaults, "warmup_steps": None, **flags})

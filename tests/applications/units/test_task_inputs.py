@@ -9,8 +9,6 @@ import types
 import numpy as np
 import pytest
 
-from tests.applications.programs._text_program_helpers import load_program
-
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 VOCABULARY_SIZE = 40
 # The word pieces of the rows below (ids >= 5) and the share BERT masks.
@@ -39,12 +37,13 @@ def fake_tokenizer():
 
 @pytest.mark.backend_independent
 def test_mlm_masks_word_pieces_only_and_labels_them_with_the_original_ids():
-    program = load_program("pretrain_mlm")
+    from _masked_lm import data as mlm_data
+
     rows = mlm_rows()
     # ceil(0.15 * (24 - 2)) + 1 slots; round(0.15 * n) of n word pieces,
     # at least 1: 20 -> 3, 7 -> 1 (1.05), 2 -> 1 (0.3), none -> 0.
     num_slots, expected_counts = 5, [3, 1, 1, 0]
-    finish = program.masking(types.SimpleNamespace(seed=3), fake_tokenizer(), 5)
+    finish = mlm_data.masking(types.SimpleNamespace(seed=3), fake_tokenizer(), 5)
     x, labels = finish(7, 0, rows)
     assert labels.shape == (4, num_slots)
     np.testing.assert_array_equal(x["padding_mask"], (rows != PAD).astype("int32"))
@@ -69,11 +68,12 @@ def test_mlm_masks_word_pieces_only_and_labels_them_with_the_original_ids():
 def test_mlm_train_masks_are_drawn_from_seed_step_and_shard():
     """A resumed run redraws a step's masks; other steps, shards and seeds
     draw others (a mask fixed for the whole run is memorised)."""
-    program = load_program("pretrain_mlm")
+    from _masked_lm import data as mlm_data
+
     rows = np.tile(mlm_rows()[:1], (16, 1))
 
     def positions(seed, step, shard):
-        finish = program.masking(types.SimpleNamespace(seed=seed), fake_tokenizer(), 5)
+        finish = mlm_data.masking(types.SimpleNamespace(seed=seed), fake_tokenizer(), 5)
         return finish(step, shard, rows)[0]["mask_positions"]
 
     first = positions(3, 7, 0)
@@ -84,12 +84,13 @@ def test_mlm_train_masks_are_drawn_from_seed_step_and_shard():
 
 @pytest.mark.backend_independent
 def test_causal_lm_labels_are_the_next_tokens():
-    program = load_program("train_causal_lm")
+    from _causal_lm import data as lm_data
+
     rows = np.array(
         [[CLS, 11, 12, 13, SEP, 14, 15, 16], [CLS, 21, 22, SEP, 0, 0, 0, 0]],
         dtype="int32",
     )
-    x, labels = program.inputs_and_labels(rows)
+    x, labels = lm_data.inputs_and_labels(rows)
     np.testing.assert_array_equal(
         x["token_ids"],
         [[CLS, 11, 12, 13, SEP, 14, 15], [CLS, 21, 22, SEP, 0, 0, 0]],
@@ -105,7 +106,7 @@ def test_causal_lm_labels_are_the_next_tokens():
 def captured_language_model_compile(monkeypatch, metrics):
     """The compile arguments and `ignored_label` that `fit_language_model`
     gives `fit_task` (patched out: no model, no training)."""
-    from _shared import text_training
+    from _text_training import training as text_training
 
     import keras_gmlp.visualization
 
@@ -182,9 +183,10 @@ def package_paragraphs(package):
 
 @pytest.mark.backend_independent
 def test_offline_classifier_labels_each_paragraph_with_its_package():
-    program = load_program("finetune_text_classifier")
+    from _text_classifier import offline_tasks
+
     args = types.SimpleNamespace(test_fraction=0.25, fast=True)
-    data, classes, _ = program.offline_task(args)
+    data, classes, _ = offline_tasks.offline_task(args)
     packages = ("asyncio", "email", "importlib", "xml")
     assert classes == list(packages)
     paragraphs = {package: package_paragraphs(package) for package in packages}
@@ -198,12 +200,12 @@ def test_offline_classifier_labels_each_paragraph_with_its_package():
 @pytest.mark.backend_independent
 def test_train_label_counts_and_the_majority_class():
     import tensorflow as tf
+    from _text_classifier import data as task_data
 
-    program = load_program("finetune_text_classifier")
     labels = np.array([2, 0, 2, 1, 2, 0, 2], dtype="int32")
     texts = tf.constant([f"text {i}" for i in range(7)])
     source = types.SimpleNamespace(
         dataset=lambda: tf.data.Dataset.from_tensor_slices(((texts,), labels))
     )
-    counts = program.train_label_counts(source, 4)
+    counts = task_data.train_label_counts(source, 4)
     np.testing.assert_array_equal(counts, [2, 1, 4, 0])

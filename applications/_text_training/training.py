@@ -6,36 +6,10 @@ run."""
 import time
 
 import keras
-
-from keras_gmlp.utils import text_corpus
-
-from .callbacks import fit_resumably
-from .distribute import evaluation_data
-from .report import fit_verbose
-from .report import write_summary
-
-
-def split_documents(documents, heldout_fraction, limit=None):
-    """{"train", "validation", "test"} -> {name: text}, split by document:
-    the validation and the test set each hold `heldout_fraction` of the
-    documents; only the first `limit` names (sorted) when given."""
-    if limit is not None:
-        names = sorted(documents)[:limit]
-        documents = {name: documents[name] for name in names}
-    rest, test = text_corpus.split_names(documents, heldout_fraction)
-    parts = carve_validation({name: documents[name] for name in rest}, heldout_fraction)
-    return {**parts, "test": {name: documents[name] for name in test}}
-
-
-def carve_validation(documents, fraction):
-    """{"train", "validation"} -> {name: text}: `fraction` of all the
-    documents (`documents` and a test set of that share) for validation."""
-    share = min(0.5, fraction / (1.0 - fraction))
-    train, validation = text_corpus.split_names(documents, share, seed=1)
-    return {
-        "train": {name: documents[name] for name in train},
-        "validation": {name: documents[name] for name in validation},
-    }
+from _shared.callbacks import fit_resumably
+from _shared.distribute import evaluation_data
+from _shared.report import fit_verbose
+from _shared.report import write_summary
 
 
 def default_eval_every(steps):
@@ -132,9 +106,8 @@ def training_stream(args, documents, prepare, finish=None):
     import pathlib
 
     import tensorflow as tf
-
-    from .text_stream import BatchStream
-    from .text_stream import train_batches
+    from _text_input.stream import BatchStream
+    from _text_input.stream import train_batches
 
     shards = args.input_shards
     owned = range(args.process_id, shards, args.num_processes)
@@ -231,6 +204,19 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     return trainer, history, initial_scores
 
 
+def score_heldout(trainer, heldout):
+    """The chosen weights' scores ({metric: value}) on `heldout` (inputs,
+    labels; label 0 weighs nothing), and a copy of `trainer` on this
+    process's devices for what follows (predictions, plots)."""
+    from _shared.distribute import local_copy
+
+    x, y, weights = evaluation_data(*heldout, ignored_label=0)
+    scores = trainer.evaluate(
+        x, y, sample_weight=weights, batch_size=256, verbose=0, return_dict=True
+    )
+    return scores, local_copy(trainer)
+
+
 def throughput(history):
     """The median tokens per second and input share over the checkpoint
     periods of `history` (None where no period was timed)."""
@@ -282,10 +268,10 @@ def spatial_filter_report(task, initial_scores, path):
     import matplotlib
 
     matplotlib.use("Agg")
+    from _shared.report import save_figure
+
     from keras_gmlp.visualization import plot_text_spatial_filters
     from keras_gmlp.visualization import toeplitz_scores
-
-    from .report import save_figure
 
     length = task.backbone.max_sequence_length
     figure = plot_text_spatial_filters(

@@ -1,59 +1,24 @@
 """The language-model programs' corpus: the tokenizer, the held-out windows
-and the train stream, with bounded memory whatever the corpus' size.
+and the train counts, with bounded memory whatever the corpus' size.
 
-The vocabulary is trained on the first --vocabulary-sample train documents
-(or read from --vocabulary) and kept in --output-dir as vocabulary.txt, so
-that a resumed run tokenizes as the interrupted one did. The validation and
-test windows are capped at --eval-batches batches; the train windows
-stream (`text_stream`).
+The sources (`sources`) are the bundled documents, --train-files or
+--dataset; the vocabulary (`vocabulary`) is trained on the first
+--vocabulary-sample train documents or read from --vocabulary. The
+validation and test windows (`windows`) are capped at --eval-batches
+batches; the train windows stream (`stream`).
 """
 
 import pathlib
 
-from . import text_stream
-from .files import write_text
-from .flags import LANGUAGE_MODEL_FAST
-from .text_sources import PARTS
+from _shared.files import write_text
 
-VOCABULARY_FILE = "vocabulary.txt"
-
-
-def refuse(message):
-    """Bad data: one line and exit status 2 (as a flag error), before any
-    training."""
-    import sys
-
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def decoded(values):
-    for value in values:
-        yield value.decode("utf-8", errors="replace")
-
-
-def load_tokenizer(args, run, train_source):
-    """--vocabulary, the resumed run's vocabulary.txt, or one trained on
-    the first --vocabulary-sample train documents (then kept)."""
-    from keras_gmlp.models import gMLPTokenizer
-
-    from .text_data import read_vocabulary
-    from .text_data import train_tokenizer
-
-    kept = pathlib.Path(args.output_dir) / VOCABULARY_FILE
-    if args.vocabulary or (run.resuming and kept.exists()):
-        path = args.vocabulary or kept
-        try:
-            tokens = read_vocabulary(path)
-        except ValueError as error:
-            refuse(f"--vocabulary: {error}" if args.vocabulary else str(error))
-    else:
-        if not list(train_source.dataset().take(1).as_numpy_iterator()):
-            refuse(f"the train corpus ({train_source.description}) has no documents")
-        sample = train_source.dataset().take(args.vocabulary_sample)
-        texts = decoded(sample.as_numpy_iterator())
-        tokens = train_tokenizer(texts, args.vocabulary_size).get_vocabulary()
-    return gMLPTokenizer(vocabulary=tokens, lowercase=True)
+from . import sources as text_sources
+from . import windows as text_windows
+from .errors import refuse
+from .flags import FAST_DOCUMENTS
+from .sources import PARTS
+from .vocabulary import VOCABULARY_FILE
+from .vocabulary import load_tokenizer
 
 
 def heldout_windows(sources, tokenizer, length, args):
@@ -62,8 +27,8 @@ def heldout_windows(sources, tokenizer, length, args):
     limit = args.eval_batches * args.batch_size
     windows = {}
     for part in PARTS[1:]:
-        windows[part] = text_stream.take_arrays(
-            text_stream.token_windows(
+        windows[part] = text_windows.take_arrays(
+            text_windows.token_windows(
                 sources[part].dataset(), tokenizer, length, pad_last=True
             ),
             limit,
@@ -82,7 +47,7 @@ def train_token_counts(source, tokenizer, length, sample):
     import numpy as np
 
     counts = np.zeros(tokenizer.vocabulary_size(), dtype="int64")
-    windows = text_stream.token_windows(
+    windows = text_windows.token_windows(
         source.dataset().take(sample), tokenizer, length
     )
     for rows in windows.batch(1024).as_numpy_iterator():
@@ -94,8 +59,8 @@ def train_steps_per_epoch(source, tokenizer, length, batch_size):
     """Batches in one pass over the train documents (one counting pass,
     the last batch counted whole: the stream repeats); a corpus without a
     window is refused."""
-    windows = text_stream.count(
-        text_stream.token_windows(source.dataset(), tokenizer, length)
+    windows = text_windows.count(
+        text_windows.token_windows(source.dataset(), tokenizer, length)
     )
     if windows == 0:
         refuse(
@@ -164,12 +129,11 @@ def print_corpus(label, corpus, sequence_length, vocabulary_size):
 def tfds_text_sources(parser, args):
     """The sources of --dataset's text feature (--text-feature, else
     "text" or its only text feature); errors are flag errors."""
-    from . import text_data
-    from .text_sources import tfds_sources
+    from . import datasets
 
     try:
-        builder = text_data.tfds_builder(args.dataset, args.data_dir)
-        features = text_data.text_features(builder)
+        builder = datasets.tfds_builder(args.dataset, args.data_dir)
+        features = datasets.text_features(builder)
     except ValueError as error:
         parser.error(f"--dataset: {error}")
     except Exception as error:  # tfds' errors for unprepared data vary
@@ -183,7 +147,7 @@ def tfds_text_sources(parser, args):
             f"pick one with --text-feature (received {feature!r})"
         )
     try:
-        sources = tfds_sources(builder, feature, args.heldout_fraction)
+        sources = text_sources.tfds_sources(builder, feature, args.heldout_fraction)
         sources["train"].dataset().take(1)
     except Exception as error:  # tfds' errors for unprepared data vary
         parser.error(
@@ -196,16 +160,14 @@ def tfds_text_sources(parser, args):
 def language_model_sources(parser, args, bundled):
     """{"train", "validation", "test"} sources: --train-files, --dataset,
     or the `bundled` documents ({name: text}, split by document)."""
-    from .text_sources import file_sources
-    from .text_sources import memory_sources
-    from .text_training import split_documents
-
     if args.train_files:
         try:
-            return file_sources(args, args.heldout_fraction)
+            return text_sources.file_sources(args, args.heldout_fraction)
         except ValueError as error:
             parser.error(str(error))
     if args.dataset:
         return tfds_text_sources(parser, args)
-    limit = LANGUAGE_MODEL_FAST["documents"] if args.fast else None
-    return memory_sources(split_documents(bundled(), args.heldout_fraction, limit))
+    limit = FAST_DOCUMENTS if args.fast else None
+    return text_sources.memory_sources(
+        text_sources.split_documents(bundled(), args.heldout_fraction, limit)
+    )

@@ -1,15 +1,19 @@
 """Where the text programs' documents come from: the bundled corpus, a
-tensorflow-datasets corpus or local text files, split into train,
-validation and test, each part a stream (`text_stream`).
+tensorflow-datasets corpus or local text files (`text_files`), split into
+train, validation and test, each part a `DocumentSource` that streams its
+documents.
 
 A corpus without a validation or test split gives them from its train
 documents by position: with a held-out fraction f, every round(1/f)-th
 document is a test document and the one after it a validation document,
 so the split needs no pass over the corpus and no document is in two
-parts.
+parts. Bundled documents ({name: text}) are split by name
+(`split_documents`).
 """
 
-from . import text_stream
+from keras_gmlp.utils import text_corpus
+
+from . import text_files
 
 PARTS = ("train", "validation", "test")
 
@@ -71,11 +75,11 @@ def carve(source, fraction, heldout=("test", "validation")):
 def file_source(pattern):
     """The documents of the files matching `pattern`, checked (a ValueError
     says why not)."""
-    paths = text_stream.resolve_files(pattern)
+    paths = text_files.resolve_files(pattern)
     for path in paths:
-        text_stream.check_text_file(path)
+        text_files.check_text_file(path)
     return DocumentSource(
-        f"{len(paths)} files {pattern}", lambda: text_stream.file_documents(paths)
+        f"{len(paths)} files {pattern}", lambda: text_files.file_documents(paths)
     )
 
 
@@ -128,3 +132,26 @@ def tfds_sources(builder, feature, fraction):
         return sources
     missing = tuple(part for part in ("test", "validation") if part not in sources)
     return {**sources, **carve(sources["train"], fraction, missing)}
+
+
+def split_documents(documents, heldout_fraction, limit=None):
+    """{"train", "validation", "test"} -> {name: text}, split by document:
+    the validation and the test set each hold `heldout_fraction` of the
+    documents; only the first `limit` names (sorted) when given."""
+    if limit is not None:
+        names = sorted(documents)[:limit]
+        documents = {name: documents[name] for name in names}
+    rest, test = text_corpus.split_names(documents, heldout_fraction)
+    parts = carve_validation({name: documents[name] for name in rest}, heldout_fraction)
+    return {**parts, "test": {name: documents[name] for name in test}}
+
+
+def carve_validation(documents, fraction):
+    """{"train", "validation"} -> {name: text}: `fraction` of all the
+    documents (`documents` and a test set of that share) for validation."""
+    share = min(0.5, fraction / (1.0 - fraction))
+    train, validation = text_corpus.split_names(documents, share, seed=1)
+    return {
+        "train": {name: documents[name] for name in train},
+        "validation": {name: documents[name] for name in validation},
+    }

@@ -1,13 +1,17 @@
-"""The text programs' tokenizers and tensorflow-datasets corpora.
-
-The offline corpora, document splits, windows and masking are in
-`keras_gmlp.utils.text_corpus`, which the MLM benchmark shares. TensorFlow
-and keras-hub are imported when a function is called, after the flags have
+"""The text programs' WordPiece vocabulary: trained on a corpus' first
+documents or read from a file (BERT's vocab.txt), and kept in --output-dir
+as vocabulary.txt, so that a resumed run tokenizes as the interrupted one
+did. keras-hub is imported when a function is called, after the flags have
 been parsed.
 """
 
 import os
+import pathlib
 import tempfile
+
+from .errors import refuse
+
+VOCABULARY_FILE = "vocabulary.txt"
 
 
 def train_tokenizer(texts, vocabulary_size, lowercase=True):
@@ -71,53 +75,27 @@ def read_vocabulary(path):
     return tokens
 
 
-def tfds_builder(name, data_dir):
-    """The tensorflow-datasets builder of `name`, or a ValueError saying
-    why not (unknown name, or not prepared under `data_dir`)."""
-    import tensorflow_datasets as tfds
-
-    try:
-        builder = tfds.builder(name, data_dir=data_dir)
-    except Exception as error:  # tfds raises several kinds for bad names
-        # The first line says why; the rest lists every dataset tfds has.
-        reason = (
-            str(error).strip().splitlines()[0]
-            if str(error).strip()
-            else type(error).__name__
-        )
-        raise ValueError(
-            f"unknown tensorflow-datasets name {name!r}: {reason}"
-        ) from None
-    return builder
+def decoded(values):
+    for value in values:
+        yield value.decode("utf-8", errors="replace")
 
 
-def text_features(builder):
-    """Names of the string features of a tensorflow-datasets builder."""
-    import tensorflow as tf
-    import tensorflow_datasets as tfds
+def load_tokenizer(args, run, train_source):
+    """--vocabulary, the resumed run's vocabulary.txt, or one trained on
+    the first --vocabulary-sample train documents (then kept)."""
+    from keras_gmlp.models import gMLPTokenizer
 
-    names = []
-    for name, feature in builder.info.features.items():
-        if isinstance(feature, tfds.features.Text) or (
-            isinstance(feature, tfds.features.Tensor) and feature.dtype == tf.string
-        ):
-            names.append(name)
-    return names
-
-
-def load_tfds_columns(builder, split, columns, limit=None):
-    """The given features of a prepared split, as lists of Python values
-    (strings decoded), at most `limit` examples."""
-    import tensorflow_datasets as tfds
-
-    dataset = builder.as_dataset(split=split, shuffle_files=False)
-    if limit is not None:
-        dataset = dataset.take(limit)
-    values = {column: [] for column in columns}
-    for example in tfds.as_numpy(dataset):
-        for column in columns:
-            value = example[column]
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", errors="replace")
-            values[column].append(value)
-    return values
+    kept = pathlib.Path(args.output_dir) / VOCABULARY_FILE
+    if args.vocabulary or (run.resuming and kept.exists()):
+        path = args.vocabulary or kept
+        try:
+            tokens = read_vocabulary(path)
+        except ValueError as error:
+            refuse(f"--vocabulary: {error}" if args.vocabulary else str(error))
+    else:
+        if not list(train_source.dataset().take(1).as_numpy_iterator()):
+            refuse(f"the train corpus ({train_source.description}) has no documents")
+        sample = train_source.dataset().take(args.vocabulary_sample)
+        texts = decoded(sample.as_numpy_iterator())
+        tokens = train_tokenizer(texts, args.vocabulary_size).get_vocabulary()
+    return gMLPTokenizer(vocabulary=tokens, lowercase=True)

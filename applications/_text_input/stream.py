@@ -1,161 +1,23 @@
-"""The text programs' input, streamed through tf.data end to end.
+"""The text programs' train batches, streamed through tf.data end to end.
 
-Documents come from the bundled corpus (small, in memory), from a
-tensorflow-datasets split (read as a stream) or from local UTF-8 text files
-(`.txt`, or `.gz` compressed; a blank line separates documents). The train
-documents are shuffled with a bounded buffer, tokenized, joined with [SEP]
-and cut into windows of a fixed length that run across document boundaries
-(as BERT's pretraining data), shuffled again with a bounded buffer, and
-batched. Memory is bounded by the buffers, not by the corpus.
+The train documents are shuffled with a bounded buffer, turned into
+examples (windows, `windows`; or packed pairs), shuffled again with a
+bounded buffer, and batched. Memory is bounded by the buffers, not by the
+corpus.
 
 `BatchStream` hands the batches to Keras and saves its iterator (shuffle
 buffers and position) at the end of each checkpoint period, so that a
 resumed run gets the batches an uninterrupted one does. TensorFlow is imported when a function is called.
 """
 
-import codecs
-import glob
-import gzip
 import json
 import pathlib
 import shutil
 import time
-import zlib
 
 import keras
 import numpy as np
-
-from .files import make_temporary_dir
-
-# The bytes of each file whose UTF-8 is checked before training: a corpus of
-# many gigabytes is not read twice. Bytes past it that are not UTF-8 become
-# U+FFFD in the stream.
-CHECKED_BYTES = 1 << 20
-
-
-def resolve_files(pattern):
-    """The sorted files matching `pattern` (`~` and `**` expanded), or a
-    ValueError saying that it matches none."""
-    expanded = str(pathlib.Path(pattern).expanduser())
-    paths = sorted(
-        p for p in glob.glob(expanded, recursive=True) if pathlib.Path(p).is_file()
-    )
-    if not paths:
-        raise ValueError(f"{pattern!r} matches no file")
-    return paths
-
-
-def check_text_file(path, limit=CHECKED_BYTES):
-    """Raises a ValueError naming `path` and the byte offset if its first
-    `limit` bytes (decompressed, for `.gz`) are not UTF-8 text."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    opener = gzip.open if str(path).endswith(".gz") else open
-    offset = 0
-    try:
-        with opener(path, "rb") as handle:
-            while offset < limit:
-                chunk = handle.read(min(1 << 16, limit - offset))
-                if not chunk:
-                    break
-                try:
-                    decoder.decode(chunk)
-                except UnicodeDecodeError as error:
-                    raise ValueError(
-                        f"{path} is not UTF-8 text: invalid byte at offset "
-                        f"{offset + error.start}"
-                    ) from None
-                if b"\0" in chunk:
-                    at = offset + chunk.index(b"\0")
-                    raise ValueError(
-                        f"{path} is not UTF-8 text: a NUL byte at offset {at}"
-                    )
-                offset += len(chunk)
-    except (OSError, EOFError, zlib.error) as error:
-        raise ValueError(f"{path} cannot be read: {error}") from None
-
-
-def _documents_of_lines(lines):
-    """Documents of a dataset of lines: runs of non-blank lines, joined
-    with newlines."""
-    import tensorflow as tf
-
-    def step(current, line):
-        blank = tf.equal(tf.strings.strip(line), "")
-        started = tf.strings.length(current) > 0
-        finished = tf.where(blank & started, current, "")
-        joined = tf.where(started, tf.strings.join([current, line], "\n"), line)
-        return tf.where(blank, "", joined), finished
-
-    # A last blank line ends the file's last document.
-    lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant("")))
-    return lines.scan(tf.constant(""), step).filter(
-        lambda document: tf.strings.length(document) > 0
-    )
-
-
-def read_documents(path):
-    """The documents of one text file (a string tensor; `.gz` is gzip)."""
-    import tensorflow as tf
-
-    compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
-    lines = tf.data.TextLineDataset(path, compression_type=compression)
-    return _documents_of_lines(lines)
-
-
-def file_documents(paths):
-    """The documents of `paths`, reading up to 16 files round-robin, in a
-    fixed order."""
-    import tensorflow as tf
-
-    files = tf.data.Dataset.from_tensor_slices(list(paths))
-    # Sequential (no num_parallel_calls), so the order is fixed.
-    return files.interleave(read_documents, cycle_length=min(16, len(paths)))
-
-
-def labelled_file_documents(paths, class_names):
-    """(document, label) of `paths`, each labelled by the name of the folder
-    its file is in (its index in `class_names`), as Keras'
-    `text_dataset_from_directory` labels files; files read as
-    `file_documents` reads them."""
-    import tensorflow as tf
-
-    labels = [class_names.index(pathlib.Path(p).parent.name) for p in paths]
-    files = tf.data.Dataset.from_tensor_slices((list(paths), labels))
-    return files.interleave(
-        lambda path, label: read_documents(path).map(lambda text: (text, label)),
-        cycle_length=min(16, len(paths)),
-    )
-
-
-def valid_utf8(text):
-    """`text` with bytes that are not UTF-8 replaced by U+FFFD."""
-    import tensorflow as tf
-
-    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-
-
-def token_windows(documents, tokenizer, length, pad_last=False):
-    """Windows of `length` ids: [CLS], then the documents' tokens, each
-    document followed by [SEP], cut across document boundaries. The last
-    incomplete window is dropped, or with `pad_last` padded with [PAD] (0),
-    so that a small held-out set keeps all its text."""
-    import tensorflow as tf
-
-    start = tokenizer.token_to_id("[CLS]")
-    end = tokenizer.token_to_id("[SEP]")
-
-    def tokens(text):
-        ids = tf.cast(tokenizer(valid_utf8(text)), "int32")
-        return tf.concat([ids, [end]], axis=0)
-
-    ids = documents.map(tokens, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    windows = ids.rebatch(length - 1, drop_remainder=not pad_last)
-
-    def window(body):
-        padding = tf.zeros([length - 1 - tf.size(body)], "int32")
-        return tf.concat([[start], body, padding], axis=0)
-
-    return windows.map(window)
+from _shared.files import make_temporary_dir
 
 
 def training_options(dataset):
@@ -184,20 +46,6 @@ def train_batches(documents, prepare, batch_size, seed, buffers):
     )
     batches = examples.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     return training_options(batches)
-
-
-def count(dataset):
-    """How many elements `dataset` has (one pass, nothing kept)."""
-    return int(dataset.reduce(0, lambda total, _: total + 1))
-
-
-def take_arrays(dataset, limit):
-    """The first `limit` elements of a dataset of arrays (or tuples or
-    dicts of them), stacked into numpy arrays."""
-    elements = list(dataset.take(limit).as_numpy_iterator())
-    if not elements:
-        return None
-    return keras.tree.map_structure(lambda *parts: np.stack(parts), *elements)
 
 
 class BatchStream:

@@ -1,0 +1,19 @@
+"""The fine-tuning program's model: a text classifier over the --preset
+encoder, with LoRA factors when --lora-rank is given."""
+
+
+def load_classifier(args, num_classes):
+    """A classifier over the --preset encoder, or one line on why not."""
+    from keras_gmlp.models import gMLPTextClassifier
+
+    try:
+        classifier = gMLPTextClassifier.from_preset(
+            str(args.preset), num_classes=num_classes, dropout=args.dropout
+        )
+    except Exception as error:
+        raise SystemExit(
+            f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
+        ) from None
+    if args.lora_rank:
+        classifier.backbone.enable_lora(args.lora_rank)
+    return classifier

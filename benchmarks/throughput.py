@@ -120,6 +120,28 @@ def peak_gflops(matmul, size, repeats=5):
     return 2 * size**3 / min(times) / 1e9
 
 
+def keras_image_model(config, image_size, **overrides):
+    """The builders' gMLP or MLP-Mixer shaped as an `IMAGE_MODELS` row (or
+    the GPU check's `--quick` row), with logits out."""
+    from keras_gmlp.applications.gmlp import gMLP
+    from keras_gmlp.applications.mlp_mixer import MLPMixer
+
+    common = dict(
+        num_blocks=config["num_blocks"],
+        hidden_dim=config["hidden_dim"],
+        input_shape=(image_size, image_size, 3),
+        classifier_activation=None,
+    )
+    common.update(overrides)
+    if config["kind"] == "gmlp":
+        return gMLP(intermediate_dim=config["mlp_dim"], **common)
+    return MLPMixer(
+        tokens_mlp_dim=config["tokens_mlp_dim"],
+        channels_mlp_dim=config["mlp_dim"],
+        **common,
+    )
+
+
 class KerasWorker:
     def __init__(self, compiled=False):
         import keras
@@ -142,7 +164,7 @@ class KerasWorker:
         keras.utils.set_random_seed(0)
         batch = spec["batch_size"]
         if spec["task"] == "image":
-            model = self._image_model(spec)
+            model = keras_image_model(spec["config"], spec["image_size"])
             size = spec["image_size"]
             x = np.random.uniform(0, 255, (batch, size, size, 3)).astype("float32")
             y = np.random.randint(0, 1000, (batch,))
@@ -164,25 +186,6 @@ class KerasWorker:
             jit_compile=jit_compile,
         )
         return lambda: model.train_on_batch(x, y)
-
-    def _image_model(self, spec):
-        from keras_gmlp.applications.gmlp import gMLP
-        from keras_gmlp.applications.mlp_mixer import MLPMixer
-
-        config = spec["config"]
-        common = dict(
-            num_blocks=config["num_blocks"],
-            hidden_dim=config["hidden_dim"],
-            input_shape=(spec["image_size"], spec["image_size"], 3),
-            classifier_activation=None,
-        )
-        if config["kind"] == "gmlp":
-            return gMLP(intermediate_dim=config["mlp_dim"], **common)
-        return MLPMixer(
-            tokens_mlp_dim=config["tokens_mlp_dim"],
-            channels_mlp_dim=config["mlp_dim"],
-            **common,
-        )
 
     def _text_model(self, spec):
         config, length = spec["config"], spec["length"]

@@ -6,6 +6,7 @@ import os
 
 import keras
 import numpy as np
+import throughput
 
 from _accelerator import sizes as sizes_module
 from _accelerator.keras_precision import float32_precision
@@ -50,27 +51,10 @@ def run(results, quick, workdir):
     )
 
 
-def image_model(name, quick, **overrides):
+def image_model(name, quick):
     """The builder's model shaped as throughput.py's row `name`."""
-    from keras_gmlp.applications.gmlp import gMLP
-    from keras_gmlp.applications.mlp_mixer import MLPMixer
-
     size = sizes_module.sizes(quick)["image_size"]
-    config = sizes_module.image_config(name, quick)
-    common = dict(
-        num_blocks=config["num_blocks"],
-        hidden_dim=config["hidden_dim"],
-        input_shape=(size, size, 3),
-        classifier_activation=None,
-    )
-    common.update(overrides)
-    if config["kind"] == "gmlp":
-        return gMLP(intermediate_dim=config["mlp_dim"], **common)
-    return MLPMixer(
-        tokens_mlp_dim=config["tokens_mlp_dim"],
-        channels_mlp_dim=config["mlp_dim"],
-        **common,
-    )
+    return throughput.keras_image_model(sizes_module.image_config(name, quick), size)
 
 
 def fixture_model(prefix):

@@ -28,25 +28,26 @@ def inputs_and_labels(rows):
 
 
 def next_token_corpus(parser, args, run):
-    """The tokenizer, the train documents' source, the validation and
-    test windows as (inputs, next-token labels), the train token counts,
+    """The tokenizer, the train part (`corpus_of_flags`), the validation
+    and test windows as (inputs, next-token labels), the train token counts,
     and the facts the summary reports. Fills in the step flags."""
-    from _text_input.corpus import corpus_facts
-    from _text_input.corpus import language_model_corpus
-    from _text_input.corpus import language_model_sources
     from _text_input.corpus import print_corpus
     from _text_training.training import resolve_steps
+    from _token_shards.corpus import corpus_of_flags
 
-    sources = language_model_sources(parser, args, lambda: bundled_documents(args))
+    name = args.token_files or args.dataset or args.train_files or args.corpus
     # One more token than the model sees: inputs and next-token labels.
-    tokenizer, heldout, counts, per_epoch = language_model_corpus(
-        args, run, sources, args.sequence_length + 1
+    tokenizer, train, heldout, counts, per_epoch, corpus = corpus_of_flags(
+        parser,
+        args,
+        run,
+        args.sequence_length + 1,
+        lambda: bundled_documents(args),
+        name,
     )
     resolve_steps(parser, args, per_epoch)
-    name = args.dataset or args.train_files or args.corpus
-    corpus = corpus_facts(name, sources, heldout, per_epoch, args.batch_size)
     print_corpus(
         f"Corpus ({name})", corpus, args.sequence_length, tokenizer.vocabulary_size()
     )
     data = {part: inputs_and_labels(rows) for part, rows in heldout.items()}
-    return tokenizer, sources["train"], data, counts, corpus
+    return tokenizer, train, data, counts, corpus

@@ -22,6 +22,8 @@ from _text_training.flags import add_step_flags
 from _text_training.flags import add_window_flags
 from _text_training.flags import check_language_model_flags
 from _text_training.flags import check_step_flags
+from _token_shards.flags import add_token_files_flag
+from _token_shards.flags import check_token_files_flag
 
 MODELS = ("gmlp", "amlp")
 CORPORA = ("reference", "docstrings")
@@ -69,6 +71,7 @@ def build_parser(doc):
     )
     add_optimizer_flags(parser)
     add_corpus_flags(parser, "--corpus")
+    add_token_files_flag(parser)
     add_step_flags(parser)
     add_generation_flags(parser)
     add_quantize_flag(parser, "the model that generates")
@@ -121,6 +124,7 @@ def parse_args(doc, argv=None):
                 setattr(args, name, value)
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
+    check_token_files_flag(parser, args, argv)
     check_language_model_flags(parser, args)
     check_corpus_flags(parser, args)
     check_step_flags(parser, args, argv)

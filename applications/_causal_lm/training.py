@@ -11,18 +11,18 @@ def train(args, run, tokenizer, train_source, validation):
     validation windows; returns (causal_lm, trainer, history, initial
     Toeplitz scores)."""
     import keras
-    from _text_input.windows import token_windows
     from _text_training.training import fit_language_model
-    from _text_training.training import training_stream
+    from _text_training.training import language_model_stream
 
     from keras_gmlp.models import CausalLMPerplexity
 
     keras.utils.set_random_seed(args.seed)
     causal_lm = build_causal_lm(args, tokenizer)
-    stream = training_stream(
+    stream = language_model_stream(
         args,
-        train_source.dataset(),
-        lambda documents: token_windows(documents, tokenizer, args.sequence_length + 1),
+        train_source,
+        tokenizer,
+        args.sequence_length + 1,
         lambda step, shard, rows: inputs_and_labels(rows),
     )
     trainer, history, initial_scores = fit_language_model(

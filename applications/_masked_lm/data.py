@@ -8,22 +8,24 @@ HELDOUT_MASK_SEEDS = {"validation": 12346, "test": 12345}
 
 
 def masked_corpus(parser, args, run):
-    """The tokenizer, the train documents' source, the validation and test
-    windows each masked once (HELDOUT_MASK_SEEDS) as (inputs, labels), the
+    """The tokenizer, the train part (`corpus_of_flags`), the validation
+    and test windows each masked once (HELDOUT_MASK_SEEDS) as (inputs, labels), the
     train token counts, and the facts the summary reports. Fills in the
     step flags."""
     import numpy as np
-    from _text_input.corpus import corpus_facts
-    from _text_input.corpus import language_model_corpus
-    from _text_input.corpus import language_model_sources
     from _text_input.corpus import print_corpus
     from _text_training.training import resolve_steps
+    from _token_shards.corpus import corpus_of_flags
 
     from keras_gmlp.utils import text_corpus
 
-    sources = language_model_sources(parser, args, text_corpus.reference_documents)
-    tokenizer, heldout, counts, per_epoch = language_model_corpus(
-        args, run, sources, args.sequence_length
+    name = (
+        args.dataset
+        or args.train_files
+        or "pydoc_data.topics (Python Language Reference)"
+    )
+    tokenizer, train, heldout, counts, per_epoch, corpus = corpus_of_flags(
+        parser, args, run, args.sequence_length, text_corpus.reference_documents, name
     )
     resolve_steps(parser, args, per_epoch)
     num_slots = text_corpus.mask_slots(args.sequence_length)
@@ -37,14 +39,8 @@ def masked_corpus(parser, args, run):
         )
         for part, seed in HELDOUT_MASK_SEEDS.items()
     }
-    name = (
-        args.dataset
-        or args.train_files
-        or "pydoc_data.topics (Python Language Reference)"
-    )
-    corpus = corpus_facts(name, sources, heldout, per_epoch, args.batch_size)
     print_corpus("Corpus", corpus, args.sequence_length, tokenizer.vocabulary_size())
-    return tokenizer, sources["train"], masked, counts, corpus
+    return tokenizer, train, masked, counts, corpus
 
 
 def masking(args, tokenizer, num_slots):

@@ -19,6 +19,8 @@ from _text_training.flags import add_step_flags
 from _text_training.flags import add_window_flags
 from _text_training.flags import check_language_model_flags
 from _text_training.flags import check_step_flags
+from _token_shards.flags import add_token_files_flag
+from _token_shards.flags import check_token_files_flag
 
 SMALL_MODELS = ("gmlp", "amlp")
 # The paper's configurations: short name -> builder in keras_gmlp.applications.
@@ -99,6 +101,7 @@ def build_parser(doc):
     )
     add_optimizer_flags(parser)
     add_corpus_flags(parser, "the Python reference")
+    add_token_files_flag(parser)
     add_step_flags(parser)
     return parser
 
@@ -134,6 +137,7 @@ def parse_args(doc, argv=None):
         args.vocabulary_size = min(args.vocabulary_size, FAST["vocabulary_size"])
         if not flag_given(argv, "--epochs"):
             args.epochs = 1
+    check_token_files_flag(parser, args, argv)
     check_language_model_flags(parser, args)
     check_corpus_flags(parser, args)
     check_step_flags(parser, args, argv)

@@ -11,9 +11,8 @@ def train(args, run, tokenizer, train_source, validation):
     `validation`; returns (model, trainer, history, initial Toeplitz
     scores)."""
     import keras
-    from _text_input.windows import token_windows
     from _text_training.training import fit_language_model
-    from _text_training.training import training_stream
+    from _text_training.training import language_model_stream
 
     from keras_gmlp.models import MaskedLMAccuracy
     from keras_gmlp.models import MaskedLMPerplexity
@@ -28,10 +27,11 @@ def train(args, run, tokenizer, train_source, validation):
     model.preprocessor = gMLPMaskedLMPreprocessor(
         tokenizer, sequence_length=args.sequence_length, mask_selection_length=num_slots
     )
-    stream = training_stream(
+    stream = language_model_stream(
         args,
-        train_source.dataset(),
-        lambda documents: token_windows(documents, tokenizer, args.sequence_length),
+        train_source,
+        tokenizer,
+        args.sequence_length,
         masking(args, tokenizer, num_slots),
     )
     trainer, history, initial_scores = fit_language_model(

@@ -48,9 +48,10 @@ class _Parser(argparse.ArgumentParser):
         )
 
 
-def make_parser(doc, default_output_dir):
+def make_parser(doc, default_output_dir, training=True):
     """An ArgumentParser whose description is the program's docstring, with
-    the flags every program takes."""
+    the flags every program takes: --output-dir and --fast, and with
+    `training` those of a training run."""
     summary, _, details = doc.strip().partition("\n")
     parser = _Parser(
         description=summary,
@@ -63,6 +64,9 @@ def make_parser(doc, default_output_dir):
         help="where models, history, plots and the summary go; rerunning "
         "with the same directory resumes an interrupted run",
     )
+    parser.add_argument("--fast", action="store_true", help=FAST_HELP)
+    if not training:
+        return parser
     parser.add_argument(
         "--epochs", type=positive_int, default=None, help="training epochs"
     )
@@ -70,7 +74,6 @@ def make_parser(doc, default_output_dir):
         "--batch-size", type=positive_int, default=None, help="batch size"
     )
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed")
-    parser.add_argument("--fast", action="store_true", help=FAST_HELP)
     add_run_flags(parser)
     return parser
 

@@ -6,23 +6,36 @@ imported."""
 from _shared.flag_values import fraction
 from _shared.flag_values import positive_int
 
-# The documents of the bundled corpus that --fast keeps.
+# The documents of the bundled corpus that --fast keeps, and the word
+# pieces of a --fast vocabulary.
 FAST_DOCUMENTS = 12
+FAST_VOCABULARY_SIZE = 300
+# The word pieces of a trained vocabulary, by default: what the bundled
+# corpus gives.
+VOCABULARY_SIZE = 1200
 
+
+# The text the vocabulary is trained on, at most: keras-hub's WordPiece
+# trainer holds every distinct word of it (about 7 MB of memory per MB of
+# English prose), so its memory stays bounded on long documents.
+VOCABULARY_SAMPLE_BYTES = 16_000_000
 
 # The corpus flags of the language-model programs, likewise.
 CORPUS_RUN_FLAGS = (
     "dataset",
     "text_feature",
+    "token_files",
     "vocabulary",
     "vocabulary_sample",
+    "vocabulary_sample_bytes",
     "heldout_fraction",
 )
 
 
-def add_text_file_flags(parser, with_vocabulary=True):
-    """--train-files, --validation-files, --test-files and, with
-    `with_vocabulary`, the vocabulary flags; --shuffle-buffer."""
+def add_text_file_flags(parser, with_vocabulary=True, shuffle=True):
+    """--train-files, --validation-files, --test-files, with
+    `with_vocabulary` the vocabulary flags, with `shuffle`
+    --shuffle-buffer."""
     group = parser.add_argument_group("local text files")
     for part, note in (
         ("train", "the documents to train on"),
@@ -42,13 +55,14 @@ def add_text_file_flags(parser, with_vocabulary=True):
             help=f"{note}: UTF-8 text files (.txt, or .gz), a blank line "
             "between documents; quote the glob",
         )
-    group.add_argument(
-        "--shuffle-buffer",
-        type=positive_int,
-        default=10000,
-        help="documents (and windows) shuffled together: the memory that "
-        "shuffling takes",
-    )
+    if shuffle:
+        group.add_argument(
+            "--shuffle-buffer",
+            type=positive_int,
+            default=10000,
+            help="documents (and windows) shuffled together: the memory that "
+            "shuffling takes",
+        )
     if with_vocabulary:
         group.add_argument(
             "--vocabulary",
@@ -62,6 +76,13 @@ def add_text_file_flags(parser, with_vocabulary=True):
             default=100000,
             help="most train documents the vocabulary is trained on",
         )
+        group.add_argument(
+            "--vocabulary-sample-bytes",
+            type=positive_int,
+            default=VOCABULARY_SAMPLE_BYTES,
+            help="most bytes of text the vocabulary is trained on (its "
+            "trainer's memory grows with them)",
+        )
 
 
 def check_text_file_flags(parser, args):
@@ -74,7 +95,7 @@ def check_text_file_flags(parser, args):
             parser.error(f"--{part}-files needs --train-files")
 
 
-def add_corpus_flags(parser, default_corpus):
+def add_corpus_flags(parser, default_corpus, shuffle=True):
     """--dataset (a tensorflow-datasets text corpus, streamed), its
     --data-dir and --text-feature, the local text files, and the share of
     documents held out where a corpus has no such split."""
@@ -98,7 +119,7 @@ def add_corpus_flags(parser, default_corpus):
         help="the --dataset feature holding the text (default: 'text', "
         "or its only text feature)",
     )
-    add_text_file_flags(parser)
+    add_text_file_flags(parser, shuffle=shuffle)
 
 
 def check_corpus_flags(parser, args):

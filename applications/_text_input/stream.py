@@ -7,7 +7,9 @@ corpus.
 
 `BatchStream` hands the batches to Keras and saves its iterator (shuffle
 buffers and position) at the end of each checkpoint period, so that a
-resumed run gets the batches an uninterrupted one does. TensorFlow is imported when a function is called.
+resumed run gets the batches an uninterrupted one does; `StepStream`, its
+base, is the part that needs no TensorFlow (the token shards' stream is
+one too). TensorFlow is imported when a function is called.
 """
 
 import json
@@ -48,35 +50,32 @@ def train_batches(documents, prepare, batch_size, seed, buffers):
     return training_options(batches)
 
 
-class BatchStream:
-    """The batches of an endless tf.data stream for `model.fit`, counted in
-    steps, with its state saved at the end of each checkpoint period.
+class StepStream:
+    """The train batches for `model.fit`, counted in steps, with the
+    stream's state saved at the end of each checkpoint period. Subclasses
+    give `next_batch()`, and keep what else their state holds with
+    `write_state(folder)` (returning facts for position.json) and
+    `read_state(folder, position)`. TensorFlow-free.
 
-    The stream gives a tuple of batches, one per input shard this process
-    reads; `batches()` joins them into one batch (this process's share of
-    the global batch) and is the generator to fit on (with
+    The stream gives one batch per input shard this process reads;
+    `next_batch()` joins them (this process's share of the global batch)
+    and `batches()` is the generator to fit on (with
     `steps_per_epoch=period`). After it produces the last batch of a period
-    (step `k * period`), it writes the iterator's state (shuffle buffers and
-    position) to `snapshots/step-<k * period>`: Keras may fetch ahead of
-    the step it trains (TensorFlow prefetches), so the state is taken where
-    the period ends, not when the callback runs. `restore(folder)`
-    continues from one. `input_seconds` adds up the time spent taking
-    batches from the stream.
+    (step `k * period`), it writes its state to
+    `snapshots/step-<k * period>`: Keras may fetch ahead of the step it
+    trains (TensorFlow prefetches), so the state is taken where the period
+    ends, not when the callback runs. `restore(folder)` continues from one.
+    `input_seconds` adds up the time spent taking batches.
 
     Args:
-        dataset: a `tf.data.Dataset` of tuples of batches that never ends.
         period: int, steps per checkpoint period (Keras epoch).
         snapshots: the folder the period ends' states go to.
         finish: optional function `(step, shard, batch) -> (x, y)` of numpy
             arrays, for what depends on the step (the masks).
-        shards: the input shards' indices, one per element of a tuple.
+        shards: the input shards' indices this process reads.
     """
 
-    def __init__(self, dataset, period, snapshots, finish=None, shards=(0,)):
-        import tensorflow as tf
-
-        self.iterator = iter(dataset)
-        self.checkpoint = tf.train.Checkpoint(iterator=self.iterator)
+    def __init__(self, period, snapshots, finish=None, shards=(0,)):
         self.period = period
         self.snapshots = pathlib.Path(snapshots)
         self.finish = finish
@@ -84,16 +83,8 @@ class BatchStream:
         self.step = 0  # batches taken from the stream
         self.input_seconds = 0.0
 
-    def next_batch(self):
-        try:
-            parts = next(self.iterator)
-        except StopIteration:
-            raise ValueError(
-                "the train input ran out: an input shard has no documents "
-                f"(shards {list(self.shards)}); use fewer --input-shards or more "
-                "documents"
-            ) from None
-        parts = [keras.tree.map_structure(lambda t: t.numpy(), p) for p in parts]
+    def join(self, parts):
+        """This process's batch of its input shards' `parts`, finished."""
         if self.finish is not None:
             parts = [self.finish(self.step, s, p) for s, p in zip(self.shards, parts)]
         return keras.tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
@@ -120,9 +111,11 @@ class BatchStream:
         drops that iterator and iterates again to train
         (`_maybe_symbolic_build`): the batches the first iterator took are
         given again, so training starts where the stream stood."""
+        if keras.backend.backend() != "tensorflow":
+            return self.batches()
         import tensorflow as tf
 
-        if keras.backend.backend() != "tensorflow" or not tf.distribute.has_strategy():
+        if not tf.distribute.has_strategy():
             return self.batches()
         rewind = RewindOnce(self)
         return tf.data.Dataset.from_generator(
@@ -142,24 +135,20 @@ class BatchStream:
     def snapshot(self, step):
         return self.snapshots / f"step-{step}"
 
+    def write_state(self, folder):
+        return {}
+
+    def read_state(self, folder, position):
+        pass
+
     def save(self, folder):
         """Writes the stream's state to the new folder `folder`, atomically
-        (built beside it, then renamed). A source whose iterator TensorFlow
-        cannot checkpoint (a `from_generator` dataset, as tensorflow-datasets'
-        mock data) keeps only the step: `restore` then replays the stream
-        up to it, which the fixed seeds make the same."""
-        import tensorflow as tf
-
+        (built beside it, then renamed)."""
         folder = pathlib.Path(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = make_temporary_dir(folder.parent, f".{folder.name}-")
         try:
-            try:
-                self.checkpoint.write(str(staging / "iterator"))
-                replay = False
-            except tf.errors.UnimplementedError:
-                replay = True
-            position = {"step": self.step, "replay": replay}
+            position = {"step": self.step, **self.write_state(staging)}
             (staging / "position.json").write_text(json.dumps(position))
             if folder.exists():
                 shutil.rmtree(folder)
@@ -172,12 +161,60 @@ class BatchStream:
         """Continues from the state `save` wrote to `folder`."""
         folder = pathlib.Path(folder)
         position = json.loads((folder / "position.json").read_text())
+        self.read_state(folder, position)
+        self.step = position["step"]
+
+
+class BatchStream(StepStream):
+    """A `StepStream` of an endless tf.data stream of tuples of batches (one
+    per input shard), whose state is the iterator's (shuffle buffers and
+    position), saved with a `tf.train.Checkpoint`.
+
+    Args:
+        dataset: a `tf.data.Dataset` of tuples of batches that never ends.
+        period, snapshots, finish, shards: as `StepStream`'s.
+    """
+
+    def __init__(self, dataset, period, snapshots, finish=None, shards=(0,)):
+        import tensorflow as tf
+
+        super().__init__(period, snapshots, finish, shards)
+        self.iterator = iter(dataset)
+        self.checkpoint = tf.train.Checkpoint(iterator=self.iterator)
+
+    def next_batch(self):
+        try:
+            parts = next(self.iterator)
+        except StopIteration:
+            raise ValueError(
+                "the train input ran out: an input shard has no documents "
+                f"(shards {list(self.shards)}); use fewer --input-shards or more "
+                "documents"
+            ) from None
+        return self.join(
+            [keras.tree.map_structure(lambda t: t.numpy(), p) for p in parts]
+        )
+
+    def write_state(self, folder):
+        """The iterator's checkpoint; a source whose iterator TensorFlow
+        cannot checkpoint (a `from_generator` dataset, as
+        tensorflow-datasets' mock data) keeps only the step: `read_state`
+        then replays the stream up to it, which the fixed seeds make the
+        same."""
+        import tensorflow as tf
+
+        try:
+            self.checkpoint.write(str(folder / "iterator"))
+            return {"replay": False}
+        except tf.errors.UnimplementedError:
+            return {"replay": True}
+
+    def read_state(self, folder, position):
         if position.get("replay"):
             for _ in range(position["step"] - self.step):
                 next(self.iterator)
         else:
             self.checkpoint.read(str(folder / "iterator")).expect_partial()
-        self.step = position["step"]
 
 
 class RewindOnce:

@@ -75,14 +75,22 @@ def read_vocabulary(path):
     return tokens
 
 
-def decoded(values):
-    for value in values:
+def vocabulary_sample(source, documents, max_bytes):
+    """The texts of the first `documents` documents of `source`, stopping
+    before the one that would pass `max_bytes` of UTF-8 (the first is
+    always kept)."""
+    taken = 0
+    for value in source.dataset().take(documents).as_numpy_iterator():
+        taken += len(value)
+        if taken > max_bytes and taken > len(value):
+            return
         yield value.decode("utf-8", errors="replace")
 
 
 def load_tokenizer(args, run, train_source):
     """--vocabulary, the resumed run's vocabulary.txt, or one trained on
-    the first --vocabulary-sample train documents (then kept)."""
+    the first --vocabulary-sample train documents, at most
+    --vocabulary-sample-bytes of them (then kept)."""
     from keras_gmlp.models import gMLPTokenizer
 
     kept = pathlib.Path(args.output_dir) / VOCABULARY_FILE
@@ -95,7 +103,8 @@ def load_tokenizer(args, run, train_source):
     else:
         if not list(train_source.dataset().take(1).as_numpy_iterator()):
             refuse(f"the train corpus ({train_source.description}) has no documents")
-        sample = train_source.dataset().take(args.vocabulary_sample)
-        texts = decoded(sample.as_numpy_iterator())
+        texts = vocabulary_sample(
+            train_source, args.vocabulary_sample, args.vocabulary_sample_bytes
+        )
         tokens = train_tokenizer(texts, args.vocabulary_size).get_vocabulary()
     return gMLPTokenizer(vocabulary=tokens, lowercase=True)

@@ -10,6 +10,8 @@ from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
 from _shared.flags import flag_given
 from _text_input.flags import FAST_DOCUMENTS
+from _text_input.flags import FAST_VOCABULARY_SIZE
+from _text_input.flags import VOCABULARY_SIZE
 
 # What --fast sets in the language-model programs: a model and corpus
 # small enough for a smoke run of every step.
@@ -19,7 +21,7 @@ LANGUAGE_MODEL_FAST = {
     "intermediate_dim": 64,
     "attention_dim": 8,
     "sequence_length": 32,
-    "vocabulary_size": 300,
+    "vocabulary_size": FAST_VOCABULARY_SIZE,
     "documents": FAST_DOCUMENTS,
 }
 # The flags that size a language model and its windows: a resumed run must
@@ -63,7 +65,8 @@ def check_language_model_flags(parser, args):
         parser.error(
             f"--sequence-length must be at least 8; received {args.sequence_length}"
         )
-    if args.vocabulary_size < 50:
+    # None: the size of --token-files' vocabulary.
+    if args.vocabulary_size is not None and args.vocabulary_size < 50:
         parser.error(
             f"--vocabulary-size must be at least 50; received {args.vocabulary_size}"
         )
@@ -81,7 +84,7 @@ def add_window_flags(parser, sequence_help):
     parser.add_argument(
         "--vocabulary-size",
         type=positive_int,
-        default=1200,
+        default=VOCABULARY_SIZE,
         help="WordPiece vocabulary size to train (a small corpus may give fewer)",
     )
 

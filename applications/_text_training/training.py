@@ -94,23 +94,32 @@ class StepThroughput(keras.callbacks.Callback):
         )
 
 
+def stream_places(args):
+    """(the input shards this process reads, the folder of its stream's
+    states): process p of N reads input shards p, p + N, ..., each giving
+    its part of the global batch, so the global batches do not depend on
+    N; the states go to `<output-dir>/stream/` (a folder per process)."""
+    import pathlib
+
+    owned = range(args.process_id, args.input_shards, args.num_processes)
+    snapshots = pathlib.Path(args.output_dir) / "stream"
+    if args.num_processes > 1:
+        snapshots /= f"process-{args.process_id}"
+    return owned, snapshots
+
+
 def training_stream(args, documents, prepare, finish=None):
     """The train batches of `documents` (a tf.data dataset of texts) as a
     BatchStream: shuffled with --shuffle-buffer from --seed, turned into
-    examples by `prepare`, batched, `finish`ed per step and shard.
-
-    The documents are dealt round-robin into --input-shards shards; process
-    p reads shards p, p + N, ... of N processes, each giving its part of
-    the global batch, so the global batches do not depend on N. The
-    stream's states go to `<output-dir>/stream/` (a folder per process)."""
-    import pathlib
-
+    examples by `prepare`, batched, `finish`ed per step and shard. The
+    documents are dealt round-robin into --input-shards shards, read as
+    `stream_places` says."""
     import tensorflow as tf
     from _text_input.stream import BatchStream
     from _text_input.stream import train_batches
 
     shards = args.input_shards
-    owned = range(args.process_id, shards, args.num_processes)
+    owned, snapshots = stream_places(args)
     buffers = (args.shuffle_buffer, args.shuffle_buffer)
     parts = tuple(
         train_batches(
@@ -122,11 +131,38 @@ def training_stream(args, documents, prepare, finish=None):
         )
         for shard in owned
     )
-    snapshots = pathlib.Path(args.output_dir) / "stream"
-    if args.num_processes > 1:
-        snapshots /= f"process-{args.process_id}"
     return BatchStream(
         tf.data.Dataset.zip(parts), args.save_every, snapshots, finish, owned
+    )
+
+
+def language_model_stream(args, train, tokenizer, length, finish):
+    """The train batches of windows of `length` ids, `finish`ed per step
+    and shard: of a shard set's train part (a `ShardSet`, read without
+    TensorFlow) or of a `DocumentSource`'s documents tokenized in tf.data
+    (`training_stream`)."""
+    from _token_shards.shard_set import ShardSet
+    from _token_shards.stream import ShardBatchStream
+
+    if not isinstance(train, ShardSet):
+        from _text_input.windows import token_windows
+
+        def prepare(documents):
+            return token_windows(documents, tokenizer, length)
+
+        return training_stream(args, train.dataset(), prepare, finish)
+    owned, snapshots = stream_places(args)
+    return ShardBatchStream(
+        train,
+        length,
+        tokenizer.token_to_id("[CLS]"),
+        args.batch_size,
+        args.input_shards,
+        args.seed,
+        period=args.save_every,
+        snapshots=snapshots,
+        finish=finish,
+        shards=owned,
     )
 
 

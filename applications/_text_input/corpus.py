@@ -41,15 +41,15 @@ def heldout_windows(sources, tokenizer, length, args):
     return windows
 
 
-def train_token_counts(source, tokenizer, length, sample):
+def train_token_counts(source, tokenizer, length, sample, max_bytes):
     """How often each id occurs in the windows of the first `sample` train
-    documents (the unigram baseline's counts)."""
+    documents, at most `max_bytes` of them (the unigram baseline's
+    counts)."""
     import numpy as np
 
     counts = np.zeros(tokenizer.vocabulary_size(), dtype="int64")
-    windows = text_windows.token_windows(
-        source.dataset().take(sample), tokenizer, length
-    )
+    documents = text_windows.sample_documents(source.dataset(), sample, max_bytes)
+    windows = text_windows.token_windows(documents, tokenizer, length)
     for rows in windows.batch(1024).as_numpy_iterator():
         counts += np.bincount(rows.ravel(), minlength=len(counts))[: len(counts)]
     return counts
@@ -76,7 +76,11 @@ def language_model_corpus(args, run, sources, length):
     tokenizer = load_tokenizer(args, run, sources["train"])
     heldout = heldout_windows(sources, tokenizer, length, args)
     counts = train_token_counts(
-        sources["train"], tokenizer, length, args.vocabulary_sample
+        sources["train"],
+        tokenizer,
+        length,
+        args.vocabulary_sample,
+        args.vocabulary_sample_bytes,
     )
     if args.steps is None:
         per_epoch = train_steps_per_epoch(

@@ -76,14 +76,12 @@ def read_vocabulary(path):
 
 
 def vocabulary_sample(source, documents, max_bytes):
-    """The texts of the first `documents` documents of `source`, stopping
-    before the one that would pass `max_bytes` of UTF-8 (the first is
-    always kept)."""
-    taken = 0
-    for value in source.dataset().take(documents).as_numpy_iterator():
-        taken += len(value)
-        if taken > max_bytes and taken > len(value):
-            return
+    """The texts of the first `documents` documents of `source`, up to the
+    one that reaches `max_bytes` of UTF-8 (`windows.sample_documents`)."""
+    from .windows import sample_documents
+
+    sample = sample_documents(source.dataset(), documents, max_bytes)
+    for value in sample.as_numpy_iterator():
         yield value.decode("utf-8", errors="replace")
 
 

@@ -40,6 +40,22 @@ def token_windows(documents, tokenizer, length, pad_last=False):
     return windows.map(window)
 
 
+def sample_documents(documents, count, max_bytes):
+    """The first `count` of `documents` (a dataset of texts), up to the one
+    that reaches `max_bytes` of text: a sample whose memory does not grow
+    with the documents' length."""
+    import tensorflow as tf
+
+    def before(total, text):
+        size = tf.cast(tf.strings.length(text, "BYTE"), "int64")
+        return total + size, (total, text)
+
+    sized = documents.take(count).scan(tf.constant(0, "int64"), before)
+    return sized.take_while(lambda total, _: total < max_bytes).map(
+        lambda _, text: text
+    )
+
+
 def count(dataset):
     """How many elements `dataset` has (one pass, nothing kept)."""
     return int(dataset.reduce(0, lambda total, _: total + 1))

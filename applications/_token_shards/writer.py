@@ -22,8 +22,8 @@ from .shard_set import PARTS
 DOCUMENTS_PER_BATCH = 256
 
 
-def document_ids(documents, tokenizer):
-    """(ids, documents) batches of a dataset of texts: each batch's word
+def document_ids(documents, tokenizer, batch=DOCUMENTS_PER_BATCH):
+    """(ids, documents) batches of `batch` texts of a dataset: each batch's word
     pieces, every document's followed by [SEP], as one flat array (as
     `_text_input.windows.token_windows` joins them)."""
     import tensorflow as tf
@@ -36,7 +36,7 @@ def document_ids(documents, tokenizer):
         ends = tf.RaggedTensor.from_tensor(tf.fill([tf.size(texts), 1], end))
         return tf.concat([pieces, ends], axis=1).flat_values, tf.size(texts)
 
-    batches = documents.batch(DOCUMENTS_PER_BATCH).map(
+    batches = documents.batch(batch).map(
         ids, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     return batches.prefetch(2).as_numpy_iterator()
@@ -108,9 +108,12 @@ class ShardWriter:
         write_manifest(self.folder, self.manifest)
 
 
-def tokenize_part(folder, manifest, part, source, tokenizer, shard_tokens):
+def tokenize_part(
+    folder, manifest, part, source, tokenizer, shard_tokens, batch=DOCUMENTS_PER_BATCH
+):
     """Tokenizes the documents of `source` that the manifest's shards of
-    `part` do not hold yet, shard by shard; marks the part finished."""
+    `part` do not hold yet, `batch` at a time, shard by shard (a shard
+    ends with a batch); marks the part finished."""
     import keras
 
     entry = manifest["parts"][part]
@@ -121,7 +124,7 @@ def tokenize_part(folder, manifest, part, source, tokenizer, shard_tokens):
     progress.update(entry["documents"])
     started, tokens = time.perf_counter(), entry["tokens"]
     documents = source.dataset().skip(entry["documents"])
-    for ids, count in document_ids(documents, tokenizer):
+    for ids, count in document_ids(documents, tokenizer, batch):
         writer.add(ids, count)
         progress.add(int(count))
     writer.flush()

@@ -1,0 +1,340 @@
+"""Token shards (applications/_token_shards/): what tokenize_corpus.py
+writes, checked against the documents tokenized one by one; an interrupted
+tokenization resumed to the same files; damaged or mismatched shard sets
+refused; and the batches of the shard stream: every window once a pass,
+the same for any number of processes, and the same after a resume.
+
+Cost per backend: tf.data tokenizing a few dozen short documents; numpy.
+"""
+
+import hashlib
+import json
+import pathlib
+import shutil
+import types
+
+import numpy as np
+import pytest
+from _text_input import sources as text_sources
+from _token_shards import shard_set
+from _token_shards import writer
+from _token_shards.stream import ShardBatchStream
+
+from keras_gmlp.models import gMLPTokenizer
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+SEP, CLS = 3, 2
+
+
+def documents(seed, count):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(1, 12))) for _ in range(count)]
+
+
+def reference_ids(texts):
+    """Each document's ids by hand (one word = one word piece here), then
+    [SEP]."""
+    ids = []
+    for text in texts:
+        ids += [VOCABULARY.index(word) for word in text.split()] + [SEP]
+    return np.array(ids)
+
+
+def write_shard_set(folder, texts, shard_tokens=40):
+    """A shard set of `texts` (train, and a few held-out documents each)."""
+    parts = {"train": texts, "validation": texts[:3], "test": texts[3:6]}
+    sources = text_sources.memory_sources(
+        {part: dict(enumerate(values)) for part, values in parts.items()}
+    )
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    folder.mkdir(exist_ok=True)
+    vocabulary = folder / shard_set.VOCABULARY
+    vocabulary.write_text("\n".join(VOCABULARY) + "\n")
+    manifest = writer.new_manifest({"test": True}, sources, vocabulary, tokenizer)
+    for part in shard_set.PARTS:
+        writer.tokenize_part(
+            folder, manifest, part, sources[part], tokenizer, shard_tokens, batch=4
+        )
+    writer.write_train_counts(folder, manifest, len(VOCABULARY))
+    manifest["complete"] = True
+    writer.write_manifest(folder, manifest)
+    return manifest
+
+
+TEXTS = documents(0, 60)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """(folder, manifest) of one shard set of TEXTS, written once."""
+    folder = tmp_path_factory.mktemp("shards")
+    return folder, write_shard_set(folder, TEXTS)
+
+
+def copy_of(written, tmp_path):
+    """A copy of the shard set to damage, and its manifest."""
+    shutil.copytree(written[0], tmp_path / "copy")
+    return tmp_path / "copy", json.loads(json.dumps(written[1]))
+
+
+def test_shards_hold_every_documents_ids_then_sep_in_order(written):
+    tmp_path, manifest = written
+    texts = TEXTS
+    train = manifest["parts"]["train"]
+    assert len(train["shards"]) > 3
+    ids = np.concatenate([np.load(tmp_path / s["file"]) for s in train["shards"]])
+    np.testing.assert_array_equal(ids, reference_ids(texts))
+    assert ids.dtype == np.uint16
+    assert train["documents"] == 60 and train["tokens"] == len(ids)
+    assert sum(s["documents"] for s in train["shards"]) == 60
+    for entry in train["shards"]:
+        data = (tmp_path / entry["file"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        # A shard ends at a document's end.
+        assert np.load(tmp_path / entry["file"])[-1] == SEP
+    counts = np.load(tmp_path / shard_set.TRAIN_COUNTS)
+    np.testing.assert_array_equal(
+        counts, np.bincount(reference_ids(texts), minlength=len(VOCABULARY))
+    )
+    held_out = np.load(tmp_path / manifest["parts"]["test"]["shards"][0]["file"])
+    np.testing.assert_array_equal(held_out, reference_ids(texts[3:6]))
+    assert not [p for p in tmp_path.rglob(".*")]
+
+
+def test_an_interrupted_tokenization_resumes_to_the_same_shards(tmp_path, monkeypatch):
+    texts = documents(1, 40)
+    whole = write_shard_set(tmp_path / "whole", texts)
+    saved = writer.save_shard
+    calls = []
+
+    def save_then_stop(*args):
+        calls.append(args[1])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return saved(*args)
+
+    monkeypatch.setattr(writer, "save_shard", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        write_shard_set(tmp_path / "cut", texts)
+    manifest = json.loads((tmp_path / "cut" / shard_set.MANIFEST).read_text())
+    assert not manifest["complete"]
+    assert len(manifest["parts"]["train"]["shards"]) == 2
+    with pytest.raises(shard_set.ShardSetError, match="interrupted tokenization"):
+        shard_set.open_shard_set(tmp_path / "cut")
+    monkeypatch.setattr(writer, "save_shard", saved)
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    sources = text_sources.memory_sources(
+        {"train": dict(enumerate(texts)), "validation": {}, "test": {}}
+    )
+    writer.tokenize_part(
+        tmp_path / "cut", manifest, "train", sources["train"], tokenizer, 40, batch=4
+    )
+    assert manifest["parts"]["train"] == whole["parts"]["train"]
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("flip", "SHA-256 is not the manifest's"),
+        ("truncate", "damaged"),
+        ("remove", "damaged"),
+        ("vocabulary", "not the vocabulary the shards were made with"),
+        ("incomplete", "interrupted tokenization"),
+        ("version", "version 99"),
+    ],
+)
+def test_damaged_shard_sets_are_refused(written, tmp_path, damage, message):
+    tmp_path, manifest = copy_of(written, tmp_path)
+    shard = tmp_path / manifest["parts"]["train"]["shards"][1]["file"]
+    if damage == "flip":
+        data = bytearray(shard.read_bytes())
+        data[-1] ^= 1
+        shard.write_bytes(bytes(data))
+    elif damage == "truncate":
+        shard.write_bytes(shard.read_bytes()[:-2])
+    elif damage == "remove":
+        shard.unlink()
+    elif damage == "vocabulary":
+        (tmp_path / shard_set.VOCABULARY).write_text("\n".join(VOCABULARY[::-1]))
+    else:
+        if damage == "incomplete":
+            manifest["complete"] = False
+        else:
+            manifest["version"] = 99
+        writer.write_manifest(tmp_path, manifest)
+    with pytest.raises(shard_set.ShardSetError, match=message):
+        shard_set.open_shard_set(tmp_path)
+
+
+def reference_windows(folder, manifest, length):
+    """Every train window by hand: each shard cut into rows of length - 1
+    ids (its last partial row dropped), [CLS] before each."""
+    rows = []
+    for entry in manifest["parts"]["train"]["shards"]:
+        ids = np.load(folder / entry["file"]).astype("int32")
+        for start in range(0, len(ids) - length + 2, length - 1):
+            rows.append([CLS, *ids[start : start + length - 1]])
+    return np.array(rows)
+
+
+def shard_stream(folder, snapshots, name="states", seed=0, **kw):
+    """A stream of windows of 6 ids, 4 a step, its states saved every 3
+    steps in snapshots/name; its batches (rows, rows) unless `finish`."""
+    _, parts = shard_set.open_shard_set(folder)
+    return ShardBatchStream(
+        parts["train"],
+        6,
+        CLS,
+        4,
+        kw.pop("input_shards", 1),
+        seed,
+        period=3,
+        snapshots=pathlib.Path(snapshots) / name,
+        finish=kw.pop("finish", lambda step, shard, rows: (rows, rows)),
+        shards=kw.pop("shards", (0,)),
+    )
+
+
+def test_the_stream_takes_every_window_once_a_pass(written, tmp_path):
+    expected = reference_windows(written[0], written[1], 6)
+    stream = shard_stream(written[0], snapshots=tmp_path)
+    assert stream.windows == len(expected)
+    steps = -(-2 * len(expected) // 4)
+    rows = np.concatenate([stream.take()[0] for _ in range(steps)])
+    first, second = rows[: len(expected)], rows[len(expected) : 2 * len(expected)]
+    for taken in (first, second):
+        assert sorted(map(tuple, taken)) == sorted(map(tuple, expected))
+    assert not np.array_equal(first, second)
+    assert not np.array_equal(first, expected)  # shuffled
+
+
+def test_the_batches_do_not_depend_on_processes_and_resume_exactly(written, tmp_path):
+    folder = written[0]
+    seen = []
+
+    def finish(step, shard, rows):
+        seen.append((step, shard))
+        return rows, np.full(len(rows), step * 10 + shard)
+
+    one = shard_stream(folder, tmp_path, shards=(0, 1), input_shards=2, finish=finish)
+    whole = [one.take() for _ in range(7)]
+    assert seen[:4] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    parts = [
+        shard_stream(
+            folder, tmp_path, shards=(s,), input_shards=2, finish=finish, name=f"p{s}"
+        )
+        for s in (0, 1)
+    ]
+    for step in range(7):
+        a, b = parts[0].take(), parts[1].take()
+        np.testing.assert_array_equal(np.concatenate([a[0], b[0]]), whole[step][0])
+        np.testing.assert_array_equal(np.concatenate([a[1], b[1]]), whole[step][1])
+    # Saved at steps 3 and 6; a new stream restored at 3 goes on as the first.
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == [
+        "step-3",
+        "step-6",
+    ]
+    resumed = shard_stream(
+        folder, tmp_path, shards=(0, 1), input_shards=2, finish=finish, name="r"
+    )
+    resumed.restore(tmp_path / "states" / "step-3")
+    for step in range(3, 7):
+        np.testing.assert_array_equal(resumed.take()[0], whole[step][0])
+    other = shard_stream(folder, tmp_path, seed=5, name="o")
+    assert not np.array_equal(other.take()[0], whole[0][0][:4])
+
+
+def test_held_out_windows_keep_the_last_partial_window(written):
+    from _token_shards.corpus import heldout_windows
+
+    texts = TEXTS
+    _, parts = shard_set.open_shard_set(written[0])
+    tokenizer = gMLPTokenizer(vocabulary=VOCABULARY, lowercase=True)
+    args = types.SimpleNamespace(eval_batches=100, batch_size=2, token_files="x")
+    windows = heldout_windows(parts, tokenizer, 5, args)
+    ids = reference_ids(texts[3:6])
+    rows = -(-len(ids) // 4)
+    padded = np.zeros(rows * 4, dtype="int32")
+    padded[: len(ids)] = ids
+    expected = np.concatenate([np.full((rows, 1), CLS), padded.reshape(rows, 4)], 1)
+    np.testing.assert_array_equal(windows["test"], expected)
+    # At most --eval-batches batches.
+    args.eval_batches = 1
+    assert len(heldout_windows(parts, tokenizer, 5, args)["test"]) == 2
+
+
+def test_a_shard_set_that_does_not_fit_the_run_is_refused(written, tmp_path, capsys):
+    from _token_shards.corpus import check_vocabulary
+
+    manifest = written[1]
+    args = types.SimpleNamespace(vocabulary_size=500, output_dir=tmp_path / "run")
+    run = types.SimpleNamespace(resuming=False)
+    with pytest.raises(SystemExit):
+        check_vocabulary(args, run, manifest, written[0])
+    assert "--vocabulary-size 500 is not the 13 word pieces" in capsys.readouterr().err
+    args.vocabulary_size = None
+    check_vocabulary(args, run, manifest, written[0])
+    assert args.vocabulary_size == 13
+    # A resumed run trained with another vocabulary.
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "vocabulary.txt").write_text("[PAD]\n")
+    with pytest.raises(SystemExit):
+        resumed = types.SimpleNamespace(resuming=True)
+        check_vocabulary(args, resumed, manifest, written[0])
+    assert "trained with another vocabulary" in capsys.readouterr().err
+    assert pathlib.Path(tmp_path / "run").exists()
+
+
+def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
+    """tokenize_corpus.py --fast, then both language-model programs on its
+    shards: on JAX and PyTorch in a process where TensorFlow cannot be
+    imported (on TensorFlow, in this one)."""
+    import os
+    import subprocess
+    import sys
+
+    import keras
+
+    from tests.applications.programs._text_program_helpers import APPLICATIONS
+    from tests.applications.programs._text_program_helpers import ROOT
+    from tests.applications.programs._text_program_helpers import load_program
+    from tests.applications.programs._text_program_helpers import read_summary
+
+    shards = tmp_path / "shards"
+    load_program("tokenize_corpus").main(["--fast", "--output-dir", str(shards)])
+    with pytest.raises(SystemExit) as finished:
+        load_program("tokenize_corpus").main(["--fast", "--output-dir", str(shards)])
+    assert finished.value.code == 0
+    runs = {
+        name: [str(APPLICATIONS / f"{name}.py"), "--fast", "--token-files", str(shards)]
+        + ["--steps", "2", "--output-dir", str(tmp_path / name)]
+        for name in ("pretrain_mlm", "train_causal_lm")
+    }
+    if keras.backend.backend() == "tensorflow":
+        for name, command in runs.items():
+            load_program(name).main(command[1:])
+    else:
+        result = subprocess.run(
+            [
+                sys.executable,
+                str(pathlib.Path(__file__).parent / "without_tensorflow.py"),
+            ]
+            + [json.dumps(list(runs.values()))],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "TensorFlow modules loaded: []" in result.stdout
+    manifest = json.loads((shards / shard_set.MANIFEST).read_text())
+    for name in runs:
+        summary = read_summary(tmp_path / name)
+        assert summary["corpus"]["name"] == str(shards)
+        splits = summary["corpus"]["splits"]
+        assert splits["train"]["tokens"] == manifest["parts"]["train"]["tokens"]
+        assert summary["vocabulary_size"] == manifest["vocabulary"]["size"]
+        assert summary["steps_completed"] == 2
+        kept = (tmp_path / name / "vocabulary.txt").read_bytes()
+        assert kept == (shards / shard_set.VOCABULARY).read_bytes()

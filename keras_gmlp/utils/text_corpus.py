@@ -132,34 +132,45 @@ def mask_slots(sequence_length, mask_rate=0.15):
 # vocabulary, special tokens included, not from the word pieces only.
 def mask_tokens(token_ids, rng, num_slots, mask_id, vocabulary_size, mask_rate=0.15):
     """BERT's masking, drawn from the numpy generator `rng`: `mask_rate` of
-    each row's word pieces (ids >= FIRST_WORD_ID) are predicted; of those,
-    80% become [MASK], 10% a random word piece and 10% stay. Returns the
-    masked LM's inputs and the labels, 0 ([PAD]) in unused slots."""
-    batch = token_ids.shape[0]
+    each row's word pieces (ids >= FIRST_WORD_ID; at least one, at most
+    `num_slots`) are predicted, chosen uniformly without replacement; of
+    those, 80% become [MASK], 10% a random word piece and 10% stay. Returns
+    the masked LM's inputs and the labels, 0 ([PAD]) in unused slots; the
+    positions ascend in each row. Whole-batch numpy (no loop over rows): it
+    runs on every train batch."""
+    token_ids = np.asarray(token_ids)
+    batch, length = token_ids.shape
+    candidates = token_ids >= FIRST_WORD_ID
+    available = candidates.sum(axis=1)
+    counts = np.minimum(
+        num_slots, np.maximum(1, np.rint(mask_rate * available).astype("int64"))
+    )
+    counts[available == 0] = 0
+    # A uniform sample without replacement: the candidates with the
+    # smallest random keys.
+    keys = np.where(candidates, rng.random((batch, length)), 2.0)
+    order = np.argsort(keys, axis=1, kind="stable")[:, :num_slots]
+    used = np.arange(num_slots)[None, :] < counts[:, None]
+    positions = np.sort(np.where(used, order, length), axis=1)
+    used = positions < length
+    positions = np.where(used, positions, 0).astype("int32")
+    labels = np.where(used, np.take_along_axis(token_ids, positions, 1), 0)
+    action = rng.random((batch, num_slots))
+    random_ids = rng.integers(FIRST_WORD_ID, vocabulary_size, size=(batch, num_slots))
+    chosen = np.take_along_axis(token_ids, positions, 1)
+    replaced = np.where(
+        action < 0.8, mask_id, np.where(action < 0.9, random_ids, chosen)
+    )
     inputs = token_ids.copy()
-    positions = np.zeros((batch, num_slots), dtype="int32")
-    labels = np.zeros((batch, num_slots), dtype="int32")
-    for row in range(batch):
-        candidates = np.flatnonzero(token_ids[row] >= FIRST_WORD_ID)
-        if len(candidates) == 0:
-            continue
-        count = min(num_slots, max(1, int(round(mask_rate * len(candidates)))))
-        chosen = np.sort(rng.choice(candidates, size=count, replace=False))
-        positions[row, :count] = chosen
-        labels[row, :count] = token_ids[row, chosen]
-        action = rng.random(count)
-        inputs[row, chosen[action < 0.8]] = mask_id
-        swapped = chosen[(action >= 0.8) & (action < 0.9)]
-        inputs[row, swapped] = rng.integers(
-            FIRST_WORD_ID, vocabulary_size, size=len(swapped)
-        )
+    rows = np.broadcast_to(np.arange(batch)[:, None], positions.shape)
+    inputs[rows[used], positions[used]] = replaced[used]
     x = {
         "token_ids": inputs,
         "segment_ids": np.zeros_like(inputs),
         "padding_mask": (token_ids != 0).astype("int32"),
         "mask_positions": positions,
     }
-    return x, labels
+    return x, labels.astype("int32")
 
 
 def unigram_perplexity(train_ids, labels, vocabulary_size, first_scored_id):

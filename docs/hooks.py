@@ -47,7 +47,7 @@ def _title(path):
 
 def on_config(config):
     """Adds the generated pages to the navigation."""
-    guides = [
+    guides = ["guides/index.md"] + [
         {_title(p): f"guides/{p.stem}.md"} for p in sorted(ROOT.glob("guides/*.py"))
     ]
     benchmarks = [{"Overview": "benchmarks/README.md"}] + [

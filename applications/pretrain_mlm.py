@@ -42,7 +42,7 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 
     python applications/pretrain_mlm.py                 # a few minutes on a CPU
     python applications/pretrain_mlm.py --model amlp --epochs 20
-    python applications/pretrain_mlm.py --model gmlp_base --recipe paper \
+    python applications/pretrain_mlm.py --model gmlp_base --recipe paper \\
         --train-files 'corpus/train-*.txt.gz' --dtype-policy mixed_bfloat16
 """
 

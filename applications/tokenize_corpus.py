@@ -26,6 +26,7 @@ finished one says so.
 import pathlib
 import time
 
+from _shared.flag_parser import keep_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _token_shards import flags
@@ -86,6 +87,8 @@ def main(argv=None):
     if manifest is None:
         manifest = writer.new_manifest(made_with, sources, vocabulary, tokenizer)
         writer.write_manifest(args.output_dir, manifest)
+    # From here on an interrupted run resumes from what it wrote.
+    keep_output_dir()
     for part in writer.PARTS:
         writer.tokenize_part(
             args.output_dir, manifest, part, sources[part], tokenizer, args.shard_tokens

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from _flags import FlagParser
+
 # (name, worker module, Keras backend, share of the budget), run in order:
 # a process that ends early leaves its time to the next.
 JOBS = [
@@ -57,9 +59,7 @@ GRACE_S = 60
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], allow_abbrev=False
-    )
+    parser = FlagParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument(
         "--out",
         default=os.path.join("outputs", "accelerator"),

@@ -21,9 +21,11 @@ import subprocess
 import sys
 import time
 
+from _flags import FlagParser
+
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = FlagParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="tensorflow,jax,torch")
     parser.add_argument("--num-layers", type=int, default=6)
     parser.add_argument("--hidden-dim", type=int, default=256)

@@ -41,12 +41,14 @@ import sys
 import tempfile
 import time
 
+from _flags import FlagParser
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = (0, 1, 2)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = FlagParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="lora,quantization")
     parser.add_argument("--backends", default="jax,tensorflow,torch")
     parser.add_argument("--lora-backend", default="jax")

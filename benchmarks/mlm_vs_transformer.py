@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from _flags import FlagParser
+
 # In the order of the paper's Table 3, then aMLP.
 MODELS = (
     "bert",
@@ -78,7 +80,7 @@ def positive_int(text):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = FlagParser(
         description=__doc__.split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.split("\n")[2:]),

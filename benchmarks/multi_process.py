@@ -15,7 +15,6 @@ reported.
 Writes benchmarks/multi_process.json (or --output).
 """
 
-import argparse
 import csv
 import json
 import os
@@ -26,12 +25,14 @@ import subprocess
 import sys
 import tempfile
 
+from _flags import FlagParser
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOKENS_PER_STEP = 32 * 64
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = FlagParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="steps per run (even)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(

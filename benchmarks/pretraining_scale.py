@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from _flags import FlagParser
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(2000)]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -37,7 +39,7 @@ DOCUMENTS_PER_FILE = 100_000
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = FlagParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000]
     )

@@ -11,10 +11,9 @@ which is what loaders that skip mismatched shapes end up with.
     KERAS_BACKEND=jax python benchmarks/resampling_accuracy.py --epochs 10
 """
 
-import argparse
-
 import keras
 import numpy as np
+from _flags import FlagParser
 from sklearn.datasets import load_digits
 
 import keras_gmlp.utils.timm.state_dict as weights_module
@@ -24,7 +23,7 @@ from keras_gmlp.applications.gmlp import gMLP
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = FlagParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--sizes", type=int, nargs="+", default=[12, 20, 24, 32])
     args = parser.parse_args()

@@ -32,6 +32,8 @@ import statistics
 import subprocess
 import sys
 
+from _flags import FlagParser
+
 MODELS = ("gmlp", "amlp", "transformer")
 # Memory is reported above each block's own peak at this length, which holds
 # the interpreter, the libraries and the compiler's fixed cost.
@@ -44,7 +46,7 @@ LABELS = {
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = FlagParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output-dir", required=True)
     parser.add_argument(
         "--backend",

@@ -18,7 +18,7 @@ timed steps are interleaved round-robin across them, so load from other
 processes on a shared machine hits every contender alike. The table reports
 the median of `--repeats` timed steps after `--warmup` untimed ones.
 
-    python benchmarks/throughput.py --models gmlp_s16 --batch-sizes 8 \
+    python benchmarks/throughput.py --models gmlp_s16 --batch-sizes 8 \\
         --precisions float32 --timm-python /opt/timm-venv/bin/python
     python benchmarks/throughput.py --quick   # smoke run, about a minute
 
@@ -35,6 +35,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from _flags import FlagParser
 
 BACKENDS = ("tensorflow", "jax", "torch")
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
@@ -549,7 +551,7 @@ def run_text(args, workers, peak, rows):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = FlagParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--worker",
         choices=["keras", "keras-compile", "timm", "timm-compile"],

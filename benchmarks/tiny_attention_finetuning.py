@@ -38,6 +38,8 @@ import statistics
 import sys
 import time
 
+from _flags import FlagParser
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ("bert", "gmlp", "amlp")
 TASKS = ("package", "same-package", "same-module")
@@ -76,7 +78,7 @@ def _tasks(value):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = FlagParser(
         description=__doc__.split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.split("\n")[2:]),

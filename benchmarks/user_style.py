@@ -22,9 +22,11 @@ import subprocess
 import sys
 import time
 
+from _flags import FlagParser
+
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = FlagParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="tensorflow,jax,torch")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument(

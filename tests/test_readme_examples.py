@@ -1,11 +1,12 @@
-"""Runs every ```python example in README.md as written, on the current
-backend.
+"""Runs every ```python example in README.md (and in docs/library.md, the
+README's former sections) as written, on the current backend, in an empty
+folder: only a fresh checkout's files.
 
-The image example reads timm's `model.safetensors` for gMLP-S and a
-`cat.jpg`, which a reader downloads and CI cannot: the test writes both into
-the example's working directory first, the checkpoint in timm's own layout
-(converted from a randomly initialised gMLP-S by `timm_state_dict`, so the
-example's timm loading path runs for real).
+The image example reads timm's `model.safetensors` for gMLP-S, which its
+first line fetches with `hf download` and CI cannot: the test stands in for
+that command, writing the file in timm's own layout (converted from a
+randomly initialised gMLP-S by `timm_state_dict`, so the example's timm
+loading path runs for real). Nothing else is written for an example.
 """
 
 import pathlib
@@ -14,15 +15,28 @@ import re
 import numpy as np
 import pytest
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = (README, ROOT / "docs" / "library.md")
+CHECKPOINT = "model.safetensors"
+# The command the image example names in its first line.
+FETCH = "hf download timm/gmlp_s16_224.ra3_in1k model.safetensors --local-dir ."
 
 
-def python_examples():
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+def python_examples(pages=PAGES):
+    return [
+        code
+        for page in pages
+        for code in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    ]
 
 
-def test_readme_has_examples():
-    assert len(python_examples()) >= 3
+def test_readme_has_three_examples():
+    examples = python_examples([README])
+    assert len(examples) == 3
+    assert [code for code in examples if CHECKPOINT in code][0].startswith(
+        f"# First, in the shell: {FETCH}\n"
+    )
 
 
 def write_timm_checkpoint(path):
@@ -37,22 +51,13 @@ def write_timm_checkpoint(path):
     keras.backend.clear_session()
 
 
-def write_image(path):
-    from PIL import Image
-
-    pixels = np.random.default_rng(0).integers(0, 256, (240, 320, 3), np.uint8)
-    Image.fromarray(pixels).save(path)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(python_examples())))
 def test_readme_example_runs(index, tmp_path, monkeypatch):
     code = python_examples()[index]
     monkeypatch.chdir(tmp_path)
-    if "gmlp_s16_224.safetensors" in code:
-        write_timm_checkpoint(tmp_path / "gmlp_s16_224.safetensors")
-    if "cat.jpg" in code:
-        write_image(tmp_path / "cat.jpg")
+    if CHECKPOINT in code:
+        write_timm_checkpoint(tmp_path / CHECKPOINT)  # what FETCH downloads
     namespace = {"__name__": "readme"}
     exec(compile(code, f"README.md example {index}", "exec"), namespace)
     for name in re.findall(r"savefig\(\"([^\"]+)\"\)", code):
@@ -123,7 +128,7 @@ def check_preset_example(namespace):
 # A marker that identifies each README example -> the check of its results.
 RESULT_CHECKS = {
     "layers.PatchEmbedding(": check_layers_example,
-    "gmlp_s16_224.safetensors": check_timm_example,
+    CHECKPOINT: check_timm_example,
     "gMLPCausalLM(": check_causal_lm_example,
     "save_to_preset(": check_preset_example,
 }

@@ -10,6 +10,8 @@ import pathlib
 import sys
 import tempfile
 
+from .flag_parser import FlagParser
+from .flag_parser import note_created_output_dir
 from .flag_values import positive_int
 from .flag_values import seed_int
 
@@ -37,23 +39,12 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Flag errors in two lines: a short usage and the reason. argparse's
-    own usage lists every flag (some 28 lines), which buries the reason."""
-
-    def error(self, message):
-        self.exit(
-            2,
-            f"usage: {self.prog} [flags] (--help lists them)\n{self.prog}: error: {message}\n",
-        )
-
-
 def make_parser(doc, default_output_dir, training=True):
     """An ArgumentParser whose description is the program's docstring, with
     the flags every program takes: --output-dir and --fast, and with
     `training` those of a training run."""
     summary, _, details = doc.strip().partition("\n")
-    parser = _Parser(
+    parser = FlagParser(
         description=summary,
         epilog=details.strip(),
         formatter_class=_HelpFormatter,
@@ -97,12 +88,15 @@ def add_run_flags(parser):
 
 def prepare_output_dir(parser, path):
     """Creates `path` (and its parents) or checks that it is a writable
-    directory, before any work starts; a problem is a flag error."""
+    directory, before any work starts; a problem is a flag error. A start
+    refused later removes what this created (`flag_parser`)."""
     path = pathlib.Path(path).expanduser()
     if path.exists() and not path.is_dir():
         parser.error(f"--output-dir {path} exists and is not a directory")
+    missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
+        note_created_output_dir(missing[-1] if missing else None)
         # os.access misreports for root and on some mounts: write a file.
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
             pass

@@ -8,6 +8,8 @@ import signal
 import sys
 import threading
 
+from .flag_parser import discard_created_output_dir
+
 # Set by the first Ctrl-C. A KeyboardInterrupt raised from a signal handler
 # lands wherever Python happens to be, and inside a `__del__` or a garbage
 # collector callback (JAX registers one) it is printed as "Exception ignored
@@ -34,13 +36,18 @@ def _on_interrupt(signum, frame):
 
 def run(main):
     """Runs `main()`. Ctrl-C prints one line saying how to resume instead of a
-    traceback, and exits with status 130 as shells expect."""
+    traceback, and exits with status 130 as shells expect. A start refused
+    before training begins removes the --output-dir it created."""
     # Only where Ctrl-C would raise anyway: a shell's background job ignores
     # SIGINT, and keeps ignoring it.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return main()
+    except SystemExit as exit:
+        if exit.code not in (0, None):
+            discard_created_output_dir()  # a refused start leaves nothing
+        raise
     except Exception as error:
         if PROCESSES is None or not LOST_PEER.search(str(error)):
             raise

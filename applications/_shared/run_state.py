@@ -15,6 +15,7 @@ import pathlib
 import shutil
 
 from .files import write_text
+from .flag_parser import keep_output_dir
 
 STATE_FILE = "run_state.json"
 HISTORY_FILE = "history.csv"
@@ -69,7 +70,9 @@ class RunState:
         self.resuming = False
 
     def begin(self):
-        """Discards the earlier run with --restart, and writes the state."""
+        """Discards the earlier run with --restart, and writes the state;
+        from here on --output-dir is the run's, kept whatever happens."""
+        keep_output_dir()
         if self.restart:
             discard_run(self.output_dir)
             self.restart = False

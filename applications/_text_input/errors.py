@@ -3,8 +3,11 @@
 
 def refuse(message):
     """Bad data: one line and exit status 2 (as a flag error), before any
-    training."""
+    training. The --output-dir this start created is removed."""
     import sys
 
+    from _shared.flag_parser import discard_created_output_dir
+
+    discard_created_output_dir()
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)

@@ -171,3 +171,20 @@ def check_step_flags(parser, args, argv):
             f"--save-every {args.save_every} must divide --eval-every "
             f"{args.eval_every}, so that every evaluation has a checkpoint"
         )
+    if args.steps is not None:  # known before any data: refused at once
+        check_step_periods(parser, args)
+
+
+def check_step_periods(parser, args):
+    """--save-every divides --steps (and --eval-every), and --warmup-steps
+    is at most --steps: each given value, or the recipe's default."""
+    if args.warmup_steps is not None and args.warmup_steps > args.steps:
+        parser.error(
+            f"--warmup-steps {args.warmup_steps} must be at most the {args.steps} steps"
+        )
+    for flag, value in (("--steps", args.steps), ("--eval-every", args.eval_every)):
+        if value and args.save_every and value % args.save_every:
+            parser.error(
+                f"--save-every {args.save_every} must divide {flag} {value}: "
+                "training stops and is evaluated at checkpoints"
+            )

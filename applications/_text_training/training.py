@@ -11,6 +11,8 @@ from _shared.distribute import evaluation_data
 from _shared.report import fit_verbose
 from _shared.report import write_summary
 
+from _text_training.flags import check_step_periods
+
 
 def default_eval_every(steps):
     """The largest divisor of `steps` up to a tenth of them (at least 1):
@@ -30,16 +32,7 @@ def resolve_steps(parser, args, steps_per_epoch):
     args.save_every = args.save_every or args.eval_every
     if args.warmup_steps is None:
         args.warmup_steps = max(1, args.steps // 10)
-    for flag, value in (("--steps", args.steps), ("--eval-every", args.eval_every)):
-        if value % args.save_every:
-            parser.error(
-                f"--save-every {args.save_every} must divide {flag} {value}: "
-                "training stops and is evaluated at checkpoints"
-            )
-    if args.warmup_steps > args.steps:
-        parser.error(
-            f"--warmup-steps {args.warmup_steps} must be at most the {args.steps} steps"
-        )
+    check_step_periods(parser, args)
 
 
 def warmup_cosine_adamw(learning_rate, weight_decay, total_steps, warmup_steps):

@@ -14,7 +14,22 @@ ETAG_TIMEOUT = 4
 
 
 def is_local_or_hf(preset):
-    """Whether `preset_file` can read `preset`."""
+    """Whether `preset_file` can read `preset`.
+
+    Args:
+        preset: a preset handle: an `hf://owner/name` repository or a local
+            directory; anything else (a keras-hub preset name) is not.
+
+    Returns:
+        True for an `hf://` handle or an existing directory.
+
+    Examples:
+
+    ```python
+    is_local_or_hf("hf://timm/gmlp_s16_224.ra3_in1k")  # True
+    is_local_or_hf("gmlp_s16_224")  # False (unless such a folder exists)
+    ```
+    """
     return isinstance(preset, str) and (
         preset.startswith(HF_SCHEME) or os.path.isdir(preset)
     )
@@ -65,7 +80,20 @@ def preset_file(preset, file_name, revision=None):
 
 class HubUnavailableError(ConnectionError):
     """The Hugging Face Hub could not be reached and the file is not in the
-    local cache."""
+    local cache.
+
+    Args:
+        *args: the message, as for any `ConnectionError`.
+
+    Examples:
+
+    ```python
+    try:
+        path = preset_file("hf://timm/gmlp_s16_224.ra3_in1k", "config.json")
+    except HubUnavailableError as error:
+        print(error)  # what the hub reported, and how to use a local copy
+    ```
+    """
 
 
 def _hub_offline():
@@ -123,7 +151,21 @@ def _hub_file(preset, file_name, revision):
 def failure_reason(error):
     """The first line of what went wrong, with the error's type: Keras'
     get_file raises a bare `Exception` whose text holds the URL error,
-    and huggingface_hub's errors are long."""
+    and huggingface_hub's errors are long.
+
+    Args:
+        error: the exception a download raised.
+
+    Returns:
+        `"<type>: <first line of its message>"`.
+
+    Examples:
+
+    ```python
+    failure_reason(OSError("no route to host\nmore detail"))
+    # 'OSError: no route to host'
+    ```
+    """
     message = str(error).splitlines()[0] if str(error) else ""
     return f"{type(error).__name__}: {message}".rstrip(": ")
 

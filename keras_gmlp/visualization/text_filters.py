@@ -68,6 +68,16 @@ def toeplitz_scores(model):
 
     Returns:
         A list of floats, one per block.
+
+    Examples:
+
+    ```python
+    backbone = keras_gmlp.models.gMLPBackbone(
+        vocabulary_size=1000, num_layers=2, hidden_dim=64,
+        intermediate_dim=256, max_sequence_length=64,
+    )
+    keras_gmlp.visualization.toeplitz_scores(backbone)  # two floats
+    ```
     """
     blocks = layers_of_type(model, gMLPBlock, "toeplitz_scores")
     return [

@@ -1,0 +1,114 @@
+"""The documentation site as a person sees it: Debian's Chromium, headless,
+opens the built home page and one API page from a local HTTP server, and
+the rendered page has the site's title, its navigation, a code block and
+no error.
+
+The site is built by `.ci/run` (`mkdocs build --strict`), which runs this
+with DOCS_SITE set to the built folder; without it, or without Chromium,
+the test skips and says why."""
+
+import contextlib
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+# Nothing here depends on KERAS_BACKEND.
+pytestmark = pytest.mark.backend_independent
+
+SITE = os.environ.get("DOCS_SITE")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("Chromium is not installed (.ci/run installs Debian's `chromium`)")
+
+
+@contextlib.contextmanager
+def served(folder):
+    """`python -m http.server` on a free local port, serving `folder`."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=0.1),
+            ):
+                break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def rendered(browser, url, profile):
+    """The page's DOM after Chromium has loaded and run it."""
+    result = subprocess.run(
+        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def visible_text(dom):
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    if not SITE or not (pathlib.Path(SITE) / "index.html").is_file():
+        pytest.skip("DOCS_SITE is not a built site (.ci/run builds it with mkdocs)")
+    browser = chromium()
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with served(SITE) as root:
+        return {
+            page: rendered(browser, f"{root}/{page}", profile)
+            for page in ("", "api/layers/")
+        }
+
+
+@pytest.mark.parametrize("page", ["", "api/layers/"])
+def test_a_page_shows_title_navigation_and_code(pages, page):
+    dom = pages[page]
+    title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
+    assert "keras-gmlp" in title
+    text = visible_text(dom)
+    for entry in ("Installation", "Programs", "Guides", "API reference"):
+        assert entry in text, entry
+    assert re.search(r"<pre[^>]*>.*?<code", dom, re.S), "no code block"
+    assert "404" not in title and "Page not found" not in text
+
+
+def test_the_api_page_documents_the_layers(pages):
+    text = visible_text(pages["api/layers/"])
+    for name in ("gMLPBlock", "SpatialGatingUnit", "TinyAttention", "Parameters"):
+        assert name in text, name

@@ -33,6 +33,7 @@ PROGRAMS = (
     "pretrain_mlm",
     "finetune_text_classifier",
     "train_causal_lm",
+    "tokenize_corpus",
 )
 API = ("layers", "models", "applications", "distribution", "visualization", "utils")
 # keras_gmlp.utils has no __all__; its docstring names its public modules:

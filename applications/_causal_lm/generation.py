@@ -86,18 +86,15 @@ def quantized_generator(args, causal_lm, heldout):
     """The --quantize copy of `causal_lm`, and {"heldout_perplexity_<mode>":
     its test perplexity}, counted as the float model's."""
     import keras
+    import numpy as np
     from _shared.serving import quantized_copy
-
-    from keras_gmlp.models import CausalLMPerplexity
+    from _text_training.training import next_token_losses
 
     quantized = quantized_copy(causal_lm, args.quantize)
     x, y = heldout
-    logits = keras.Model(quantized.input, quantized.output).predict(
-        x, batch_size=128, verbose=0
-    )
-    metric = CausalLMPerplexity()
-    metric.update_state(y, logits)
-    perplexity = float(metric.result())
+    losses = next_token_losses(keras.Model(quantized.input, quantized.output), x, y)
+    # The perplexity of the real next tokens (label 0 is padding).
+    perplexity = float(np.exp(losses[y > 0].mean()))
     print(f"Test perplexity {perplexity:.2f} with {args.quantize} weights.", flush=True)
     return quantized, {f"heldout_perplexity_{args.quantize}": perplexity}
 

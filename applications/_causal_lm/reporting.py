@@ -31,11 +31,9 @@ def plot_perplexity_by_position(trainer, x, y, path):
     import numpy as np
     from _shared.report import plain_log_axis
     from _shared.report import save_figure
+    from _text_training.training import next_token_losses
 
-    logits = trainer.predict(x, batch_size=128, verbose=0).astype("float64")
-    logits -= logits.max(axis=-1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    losses = -np.take_along_axis(log_probs, y[..., None], axis=-1)[..., 0]
+    losses = next_token_losses(trainer, x, y)
     real = y > 0
     counts = real.sum(axis=0)
     positions = np.flatnonzero(counts)

@@ -36,10 +36,13 @@ def plot_accuracy_by_frequency(model, heldout_x, labels, counts, path):
     import matplotlib.pyplot as plt
     import numpy as np
     from _shared.report import save_figure
+    from _text_training.training import reduced_predictions
 
-    logits = model.predict(heldout_x, batch_size=256, verbose=0)
+    predicted = reduced_predictions(
+        model, heldout_x, lambda logits, rows: np.argmax(logits, axis=-1)
+    )
     real = labels > 0
-    correct = (np.argmax(logits, axis=-1) == labels)[real]
+    correct = (predicted == labels)[real]
     edges, bins = frequency_bins(counts[labels[real]])
     accuracy = [correct[bins == b].mean() for b in range(len(edges) - 1)]
     names = [

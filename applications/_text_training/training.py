@@ -246,6 +246,37 @@ def score_heldout(trainer, heldout):
     return scores, local_copy(trainer)
 
 
+def reduced_predictions(model, x, reduce, batch_size=128):
+    """`reduce(logits, rows)` of each batch of `model`'s predictions on `x`
+    (an array or a dict of arrays; `rows` the batch's slice of them),
+    concatenated: the logits of a whole held-out set (windows x positions x
+    vocabulary, gigabytes at the paper's sizes) are never held at once."""
+    import numpy as np
+
+    count = len(keras.tree.flatten(x)[0])
+    results = []
+    for start in range(0, count, batch_size):
+        rows = slice(start, start + batch_size)
+        batch = keras.tree.map_structure(lambda a, rows=rows: a[rows], x)
+        logits = keras.ops.convert_to_numpy(model.predict_on_batch(batch))
+        results.append(reduce(logits, rows))
+    return np.concatenate(results)
+
+
+def next_token_losses(model, x, y):
+    """The cross-entropy of each label of `y` (windows x positions) under
+    `model`'s logits on `x`, in float64, batch by batch."""
+    import numpy as np
+
+    def losses(logits, rows):
+        logits = logits.astype("float64")
+        logits -= logits.max(axis=-1, keepdims=True)
+        log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+        return -np.take_along_axis(log_probs, y[rows][..., None], axis=-1)[..., 0]
+
+    return reduced_predictions(model, x, losses)
+
+
 def throughput(history):
     """The median tokens per second and input share over the checkpoint
     periods of `history` (None where no period was timed)."""

@@ -338,3 +338,22 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
         assert summary["steps_completed"] == 2
         kept = (tmp_path / name / "vocabulary.txt").read_bytes()
         assert kept == (shards / shard_set.VOCABULARY).read_bytes()
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("program", ["pretrain_mlm", "train_causal_lm"])
+def test_token_files_exclude_the_corpus_flags(program, tmp_path, capsys):
+    from tests.applications.units.test_flag_edges import parse
+
+    for flags in (["--train-files", "x"], ["--dataset", "c4"], ["--vocabulary", "v"]):
+        with pytest.raises(SystemExit):
+            parse(program, ["--token-files", "shards", *flags], tmp_path)
+        flag = flags[0]
+        assert f"--token-files and {flag} both choose" in capsys.readouterr().err
+    # The vocabulary's size is the shard set's unless given (then checked).
+    _, args = parse(program, ["--token-files", "shards"], tmp_path)
+    assert args.vocabulary_size is None
+    _, args = parse(program, ["--token-files", "shards", "--fast"], tmp_path)
+    assert args.vocabulary_size is None
+    given = ["--token-files", "shards", "--vocabulary-size", "700"]
+    assert parse(program, given, tmp_path)[1].vocabulary_size == 700

@@ -21,6 +21,7 @@ PROGRAMS = (
     "train_causal_lm",
     "finetune_text_classifier",
     "train_image_classifier",
+    "tokenize_corpus",
 )
 
 # Each kind of range: {accepted text: parsed value}, refused texts.
@@ -65,8 +66,16 @@ LANGUAGE_MODEL = {
     "--weight-decay": "0 or more",
     "--heldout-fraction": "in (0, 1)",
     "--vocabulary-sample": "at least 1",
+    "--vocabulary-sample-bytes": "at least 1",
 }
 NUMERIC_FLAGS = {
+    "tokenize_corpus": {
+        "--heldout-fraction": "in (0, 1)",
+        "--vocabulary-size": "at least 50",
+        "--vocabulary-sample": "at least 1",
+        "--vocabulary-sample-bytes": "at least 1",
+        "--shard-tokens": "at least 1",
+    },
     "pretrain_mlm": LANGUAGE_MODEL,
     "train_causal_lm": {**LANGUAGE_MODEL, "--max-length": "at least 1"},
     "finetune_text_classifier": {

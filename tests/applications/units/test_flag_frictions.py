@@ -20,14 +20,20 @@ from tests.applications.units.test_flag_edges import parse
 pytestmark = pytest.mark.backend_independent
 
 
+# An abbreviation of a flag of each program, and the flag.
+ABBREVIATED = {program: ("--epoch", "--epochs") for program in PROGRAMS}
+ABBREVIATED["tokenize_corpus"] = ("--shard-token", "--shard-tokens")
+
+
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_an_abbreviation_is_refused_with_the_flag_it_meant(program, tmp_path, capsys):
+    short, meant = ABBREVIATED[program]
     with pytest.raises(SystemExit) as raised:
-        parse(program, ["--epoch", "1"], tmp_path)
+        parse(program, [short, "1"], tmp_path)
     assert raised.value.code == 2
     error = capsys.readouterr().err
-    assert "unrecognized arguments: --epoch 1" in error
-    assert "--epoch: did you mean --epochs?" in error
+    assert f"unrecognized arguments: {short} 1" in error
+    assert f"{short}: did you mean {meant}?" in error
 
 
 def test_a_benchmark_suggests_the_flag_it_meant():

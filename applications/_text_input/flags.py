@@ -16,9 +16,12 @@ VOCABULARY_SIZE = 1200
 
 
 # The text the vocabulary is trained on, at most: keras-hub's WordPiece
-# trainer holds every distinct word of it (about 7 MB of memory per MB of
-# English prose), so its memory stays bounded on long documents.
-VOCABULARY_SAMPLE_BYTES = 16_000_000
+# trainer (tensorflow-text's learner) holds every distinct word and its
+# pieces, about 23 MB of memory per MB of English prose (measured: peak
+# 962 MB on 1.7 MB, 1,116 MB on 8 MB, 1,302 MB on 16 MB), so a default
+# counted in documents alone grew with their length. Raise it for a larger
+# vocabulary on a host with memory to spare.
+VOCABULARY_SAMPLE_BYTES = 4_000_000
 
 # The corpus flags of the language-model programs, likewise.
 CORPUS_RUN_FLAGS = (

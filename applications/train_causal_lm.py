@@ -85,7 +85,9 @@ def main(argv=None):
         f"next tokens (unigram baseline {unigram:.2f}).",
         flush=True,
     )
-    generations, scores = generation.generate_and_write(args, causal_lm, data["test"])
+    generations, scores = generation.generate_and_write(
+        args, causal_lm, data["test"], (train_source, tokenizer)
+    )
     scores = {
         "mode": "train",
         "heldout_perplexity": perplexity,

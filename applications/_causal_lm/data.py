@@ -51,3 +51,37 @@ def next_token_corpus(parser, args, run):
     )
     data = {part: inputs_and_labels(rows) for part, rows in heldout.items()}
     return tokenizer, train, data, counts, corpus
+
+
+# Windows GPTQ calibrates on (Keras' default sample count).
+CALIBRATION_WINDOWS = 128
+
+
+def calibration_windows(train, tokenizer, length, count=CALIBRATION_WINDOWS):
+    """The first `count` windows of `length` ids of the train part (a
+    token-shard `ShardSet` or a `DocumentSource`): what --quantize gptq
+    fits the quantized blocks to."""
+    from _token_shards.shard_set import ShardSet
+
+    if isinstance(train, ShardSet):
+        from _token_shards.corpus import cut_windows
+
+        ids = train.leading_ids(count * (length - 1))
+        return cut_windows(ids, length, tokenizer.token_to_id("[CLS]"), count)
+    from _text_input.windows import take_arrays
+    from _text_input.windows import token_windows
+
+    return take_arrays(token_windows(train.dataset(), tokenizer, length), count)
+
+
+def bundled_calibration(args, tokenizer, length):
+    """calibration_windows of `length` ids of the bundled corpus
+    (--corpus), for a --preset: the preset's own training text is not at
+    hand."""
+    if args.quantize != "gptq":
+        return None
+    from _text_input.sources import memory_sources
+
+    documents = {"train": bundled_documents(args), "validation": {}, "test": {}}
+    train = memory_sources(documents)["train"]
+    return calibration_windows(train, tokenizer, length)

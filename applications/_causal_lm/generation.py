@@ -64,7 +64,14 @@ def generate_only(parser, args, started):
     if args.quantize:
         from _shared.serving import quantized_copy
 
-        causal_lm = quantized_copy(causal_lm, args.quantize)
+        from .data import bundled_calibration
+
+        calibration = bundled_calibration(
+            args,
+            causal_lm.preprocessor.tokenizer,
+            causal_lm.backbone.max_sequence_length,
+        )
+        causal_lm = quantized_copy(causal_lm, args.quantize, calibration)
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     try:
         generations = generate_all(causal_lm, prompts, args)
@@ -82,15 +89,16 @@ def generate_only(parser, args, started):
     )
 
 
-def quantized_generator(args, causal_lm, heldout):
-    """The --quantize copy of `causal_lm`, and {"heldout_perplexity_<mode>":
-    its test perplexity}, counted as the float model's."""
+def quantized_generator(args, causal_lm, heldout, calibration=None):
+    """The --quantize copy of `causal_lm` (GPTQ fitted to `calibration`,
+    token windows), and {"heldout_perplexity_<mode>": its test perplexity},
+    counted as the float model's."""
     import keras
     import numpy as np
     from _shared.serving import quantized_copy
     from _text_training.training import next_token_losses
 
-    quantized = quantized_copy(causal_lm, args.quantize)
+    quantized = quantized_copy(causal_lm, args.quantize, calibration)
     x, y = heldout
     losses = next_token_losses(keras.Model(quantized.input, quantized.output), x, y)
     # The perplexity of the real next tokens (label 0 is padding).
@@ -99,15 +107,22 @@ def quantized_generator(args, causal_lm, heldout):
     return quantized, {f"heldout_perplexity_{args.quantize}": perplexity}
 
 
-def generate_and_write(args, causal_lm, heldout):
+def generate_and_write(args, causal_lm, heldout, train):
     """The generations of the prompts (--prompt, or the defaults), also
-    written to generations.json, and the --quantize copy's test scores."""
+    written to generations.json, and the --quantize copy's test scores
+    (GPTQ calibrated on the first windows of `train`: (train part,
+    tokenizer))."""
     import keras
     from _shared.distribute import local_copy
 
+    from .data import calibration_windows
+
     generator, scores = local_copy(causal_lm), {}
     if args.quantize:
-        generator, scores = quantized_generator(args, generator, heldout)
+        calibration = None
+        if args.quantize == "gptq":
+            calibration = calibration_windows(*train, args.sequence_length)
+        generator, scores = quantized_generator(args, generator, heldout, calibration)
     prompts = args.prompt or list(DEFAULT_PROMPTS)
     keras.utils.set_random_seed(args.seed)
     generations = generate_all(generator, prompts, args)

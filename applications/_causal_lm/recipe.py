@@ -74,7 +74,9 @@ def build_parser(doc):
     add_token_files_flag(parser)
     add_step_flags(parser)
     add_generation_flags(parser)
-    add_quantize_flag(parser, "the model that generates")
+    add_quantize_flag(
+        parser, "the model that generates", ("int8", "float8", "int4", "gptq")
+    )
     return parser
 
 

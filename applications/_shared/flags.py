@@ -112,13 +112,18 @@ def flag_given(argv, flag):
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
-def add_quantize_flag(parser, served):
+def add_quantize_flag(parser, served, modes=("int8", "float8")):
     """--quantize: `Model.quantize` on a copy of the model that `served`
-    names; the trained model and its files stay float."""
+    names, in one of `modes`; the trained model and its files stay float."""
     parser.add_argument(
         "--quantize",
-        choices=("int8", "float8"),
+        choices=modes,
         help=f"quantize {served} (Model.quantize: Dense and embedding kernels; "
-        "norms and the spatial gating unit stay float) and report its score "
-        "beside float32's",
+        "norms and the spatial gating unit stay float"
+        + (
+            "; gptq: 4-bit, calibrated block by block on train windows"
+            if "gptq" in modes
+            else ""
+        )
+        + ") and report its score beside float32's",
     )

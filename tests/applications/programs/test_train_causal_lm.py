@@ -233,3 +233,56 @@ def test_help_shows_defaults():
     result = run_command("train_causal_lm.py", "--help", timeout=10)
     assert result.returncode == 0
     assert "(default: reference)" in result.stdout
+
+
+@pytest.mark.parametrize("mode", ["int4", "gptq"])
+def test_four_bit_generation_from_preset(fast_run, tmp_path, mode):
+    """--quantize int4 or gptq (calibrated on windows of the bundled
+    corpus) on a preset: the blocks' Dense kernels 4-bit in the copy that
+    generates, its held-out perplexity near float32's, the preset float."""
+    import numpy as np
+    from _causal_lm import data as lm_data
+    from _causal_lm import generation
+
+    from keras_gmlp.models import gMLPCausalLM
+
+    output_dir, _ = fast_run
+    if mode == "gptq":  # the program's path (int4's is int8's)
+        program = load_program("train_causal_lm")
+        flags = ["--preset", str(output_dir / "best_preset"), "--max-length", "16"]
+        flags += ["--samplers", "greedy", "--quantize", mode, "--prompt", "a class"]
+        summary = program.main(flags + ["--output-dir", str(tmp_path)])
+        assert summary["quantize"] == mode
+        assert summary["generations"]["greedy"][0].startswith("a class")
+    causal_lm = gMLPCausalLM.from_preset(str(output_dir / "best_preset"))
+    length = causal_lm.backbone.max_sequence_length
+    args = types.SimpleNamespace(quantize=mode, corpus="reference")
+    calibration = lm_data.bundled_calibration(
+        args, causal_lm.preprocessor.tokenizer, length
+    )
+    assert calibration is None if mode == "int4" else calibration.shape[1] == length
+    windows = lm_data.calibration_windows(
+        lm_data_source(), causal_lm.preprocessor.tokenizer, length + 1, 8
+    )
+    heldout = lm_data.inputs_and_labels(windows)
+    quantized, scores = generation.quantized_generator(
+        args, causal_lm, heldout, calibration
+    )
+    block = quantized.backbone.gmlp_blocks[0]
+    assert block.expand_dense.quantization_mode == mode
+    assert all(w.dtype != "int8" for w in causal_lm.weights)
+    _, float_scores = generation.quantized_generator(
+        types.SimpleNamespace(quantize="float8"), causal_lm, heldout
+    )
+    ratio = (
+        scores[f"heldout_perplexity_{mode}"] / float_scores["heldout_perplexity_float8"]
+    )
+    assert np.isfinite(ratio) and 0.5 < ratio < 2.0
+
+
+def lm_data_source():
+    from _causal_lm import data as lm_data
+    from _text_input.sources import memory_sources
+
+    documents = lm_data.bundled_documents(types.SimpleNamespace(corpus="reference"))
+    return memory_sources({"train": documents, "validation": {}, "test": {}})["train"]

@@ -98,15 +98,13 @@ def policy_of_main(monkeypatch, program, module, function, flags, tmp_path):
     return seen[0]
 
 
-def assert_mixed_bfloat16(backbone, token_ids):
+def assert_mixed_bfloat16(backbone):
+    """Float32 variables; each output of the backbone's graph (traced when
+    it was built, under the policy in force) computed in bfloat16."""
     assert backbone.dtype_policy.name == "mixed_bfloat16"
     assert {v.dtype for v in backbone.weights} == {"float32"}
-    inputs = {name: np.ones_like(token_ids) for name in backbone.input}
-    inputs["token_ids"] = token_ids
-    outputs = backbone(inputs)
-    if isinstance(outputs, dict):
-        outputs = outputs["sequence_output"]
-    assert keras.backend.standardize_dtype(outputs.dtype) == "bfloat16"
+    outputs = keras.tree.flatten(backbone.output)
+    assert {keras.backend.standardize_dtype(x.dtype) for x in outputs} == {"bfloat16"}
 
 
 def fast_args(program, tmp_path, *flags):
@@ -128,9 +126,7 @@ def test_pretraining_computes_in_bfloat16_with_float32_variables(
     assert policy == "mixed_bfloat16"
     args = fast_args("pretrain_mlm", tmp_path / "args", *flags)
     masked_lm = build_masked_lm(args, 50)
-    assert_mixed_bfloat16(
-        masked_lm.backbone, np.ones((2, args.sequence_length), "int32")
-    )
+    assert_mixed_bfloat16(masked_lm.backbone)
 
 
 def test_the_causal_lm_computes_in_bfloat16_with_float32_variables(
@@ -145,9 +141,7 @@ def test_the_causal_lm_computes_in_bfloat16_with_float32_variables(
     assert policy == "mixed_bfloat16"
     args = fast_args("train_causal_lm", tmp_path / "args")
     causal_lm = build_causal_lm(args, tokenizer())
-    assert_mixed_bfloat16(
-        causal_lm.backbone, np.ones((2, args.sequence_length), "int32")
-    )
+    assert_mixed_bfloat16(causal_lm.backbone)
 
 
 def test_the_classifier_computes_in_bfloat16_with_float32_variables(
@@ -183,4 +177,4 @@ def test_the_classifier_computes_in_bfloat16_with_float32_variables(
     keras.config.set_dtype_policy("mixed_bfloat16")  # as the program's main does
     args = fast_args("finetune_text_classifier", tmp_path / "args", *flags)
     classifier = load_classifier(args, 2)
-    assert_mixed_bfloat16(classifier.backbone, np.ones((2, 16), "int32"))
+    assert_mixed_bfloat16(classifier.backbone)

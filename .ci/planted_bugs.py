@@ -7,9 +7,9 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-fifty-two runs take about twenty-one minutes (the first twenty-six about
-sixteen; 27-52, caught by the programs' unit tests in
-tests/applications/units, about four and a half).
+seventy runs take about twenty-five minutes (the first twenty-six about
+sixteen; 27-70, caught by the programs' unit tests in
+tests/applications/units, about eight and a half).
 """
 
 import json
@@ -446,6 +446,168 @@ BUGS = [
         "candidates = np.flatnonzero(token_ids[row] > 0)",
         [
             "tests/applications/units/test_task_inputs.py::test_mlm_masks_word_pieces_only_and_labels_them_with_the_original_ids"
+        ],
+    ),
+    (
+        "A line of spaces or tabs no longer separates documents",
+        "applications/_text_input/text_files.py",
+        'blank = tf.equal(tf.strings.strip(line), "")',
+        'blank = tf.equal(line, "")',
+        [
+            "tests/applications/units/test_text_stream.py::test_documents_end_at_blank_lines_in_text_and_gzip_files"
+        ],
+    ),
+    (
+        "A file's last document is dropped unless a blank line follows it",
+        "applications/_text_input/text_files.py",
+        'lines = lines.concatenate(tf.data.Dataset.from_tensors(tf.constant("")))',
+        "lines = lines",
+        [
+            "tests/applications/units/test_text_stream.py::test_documents_end_at_blank_lines_in_text_and_gzip_files"
+        ],
+    ),
+    (
+        "Carving from the train files trains on the last held-out part's documents",
+        "applications/_text_input/sources.py",
+        'kept["train"] = (len(heldout), every)',
+        'kept["train"] = (len(heldout) - 1, every)',
+        [
+            "tests/applications/units/test_text_stream.py::test_the_train_stream_never_yields_a_carved_held_out_document"
+        ],
+    ),
+    (
+        "A resume by replay stops one batch short: the batch after it is the one trained before",
+        "applications/_text_input/stream.py",
+        'for _ in range(position["step"] - self.step):',
+        'for _ in range(position["step"] - self.step - 1):',
+        [
+            "tests/applications/units/test_text_stream.py::test_a_resume_by_replay_takes_the_batch_an_uninterrupted_run_would"
+        ],
+    ),
+    (
+        "KERAS_DISTRIBUTION_* variables override the multi-process flags given",
+        "applications/_shared/distribute.py",
+        "if getattr(args, name) is None and os.environ.get(ENVIRONMENT[name]):",
+        "if os.environ.get(ENVIRONMENT[name]):",
+        [
+            "tests/applications/units/test_flag_precedence.py::test_flags_win_over_the_distribution_environment"
+        ],
+    ),
+    (
+        "--recipe paper overrides the flags given",
+        "applications/_masked_lm/recipe.py",
+        "        args = parser.parse_args(argv)\n    paper = ",
+        "        vars(args).update(PAPER_RECIPE)\n    paper = ",
+        [
+            "tests/applications/units/test_flag_precedence.py::test_a_flag_given_wins_over_the_paper_recipe"
+        ],
+    ),
+    (
+        "fit_task's schedule decays to 0 at --steps minus the warm-up",
+        "applications/_text_training/training.py",
+        "args.learning_rate, args.weight_decay, args.steps, args.warmup_steps",
+        "args.learning_rate, args.weight_decay, args.steps - args.warmup_steps, args.warmup_steps",
+        [
+            "tests/applications/units/test_compiled_with.py::test_fit_task_compiles_the_warmup_cosine_schedule"
+        ],
+    ),
+    (
+        "The causal LM is built in float32 whatever --dtype-policy says",
+        "applications/_causal_lm/model.py",
+        "        causal=True,\n        dropout=args.dropout,\n    )",
+        '        causal=True,\n        dropout=args.dropout,\n        dtype="float32",\n    )',
+        [
+            "tests/applications/units/test_compiled_with.py::test_the_causal_lm_computes_in_bfloat16_with_float32_variables"
+        ],
+    ),
+    (
+        "pretrain_mlm never sets --dtype-policy",
+        "applications/pretrain_mlm.py",
+        "    keras.config.set_dtype_policy(args.dtype_policy)\n",
+        "",
+        [
+            "tests/applications/units/test_compiled_with.py::test_pretraining_computes_in_bfloat16_with_float32_variables"
+        ],
+    ),
+    (
+        "A LoRA target naming a norm or the spatial gating unit passes the check",
+        "keras_gmlp/layers/_lora.py",
+        'if layer.weights and hasattr(layer, "enable_lora")',
+        "if layer.weights",
+        [
+            "tests/applications/units/test_lora_edges.py::test_names_of_layers_lora_cannot_adapt_are_refused"
+        ],
+    ),
+    (
+        "The LoRA backup prunes the factors the epoch backup still names",
+        "applications/_shared/lora_backup.py",
+        'if int(old.stem.split("-")[-1]) < epoch:',
+        'if int(old.stem.split("-")[-1]) <= epoch:',
+        [
+            "tests/applications/units/test_lora_edges.py::test_lora_factors_survive_an_interruption_between_the_two_writes"
+        ],
+    ),
+    (
+        "A drop-path list longer than the blocks is accepted",
+        "keras_gmlp/layers/_patch_mlp.py",
+        "valid = len(rates) == num_blocks and",
+        "valid = len(rates) >= num_blocks and",
+        [
+            "tests/applications/units/test_argument_edges.py::test_a_drop_path_list_of_another_length_than_the_blocks_is_refused"
+        ],
+    ),
+    (
+        "Token ids given by keyword (model(inputs=...)) are not range-checked",
+        "keras_gmlp/models/gmlp/_checks.py",
+        'inputs = args[0] if args else kwargs.get("inputs")',
+        "inputs = args[0] if args else None",
+        [
+            "tests/applications/units/test_argument_edges.py::test_a_direct_call_checks_token_ids_by_position_and_by_keyword"
+        ],
+    ),
+    (
+        "decode_predictions without keras-hub says only No module named 'keras_hub'",
+        "keras_gmlp/applications/imagenet_utils.py",
+        '    with requires_hub_extra("keras_gmlp.applications.decode_predictions"):\n        from keras_hub',
+        "    if True:\n        from keras_hub",
+        [
+            "tests/applications/units/test_argument_edges.py::test_every_entry_that_needs_keras_hub_names_the_extra_in_one_line"
+        ],
+    ),
+    (
+        "One process with several input shards reads only one",
+        "applications/_text_training/training.py",
+        "owned = range(args.process_id, shards, args.num_processes)",
+        "owned = range(args.process_id, args.num_processes)",
+        [
+            "tests/applications/units/test_text_stream.py::test_one_process_reading_two_input_shards_takes_both"
+        ],
+    ),
+    (
+        "The rewound stream counts the replayed batches twice",
+        "applications/_text_input/stream.py",
+        "self.stream.step = self.start + len(replay)",
+        "self.stream.step = self.start",
+        [
+            "tests/applications/units/test_text_stream.py::test_the_rewound_stream_starts_again_where_the_first_iteration_did"
+        ],
+    ),
+    (
+        "The held-out windows drop the last partial window",
+        "applications/_text_input/corpus.py",
+        "sources[part].dataset(), tokenizer, length, pad_last=True",
+        "sources[part].dataset(), tokenizer, length",
+        [
+            "tests/applications/units/test_text_stream.py::test_held_out_windows_keep_the_last_partial_window"
+        ],
+    ),
+    (
+        "The image backbone's config forgets its gating (presets reload as split)",
+        "keras_gmlp/models/gmlp_image/gmlp_image_backbone.py",
+        '        config["gating"] = self.gating\n',
+        "",
+        [
+            "tests/applications/units/test_argument_edges.py::test_the_image_backbone_keeps_its_gating_in_config_and_presets"
         ],
     ),
 ]

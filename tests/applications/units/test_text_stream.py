@@ -1,0 +1,232 @@
+"""The text programs' streamed input, against what the stated rules give by
+hand: where a file's documents begin and end, which documents the train
+stream yields when held-out parts are carved from the train files, the
+batches one process reading several input shards takes, the batch after a
+resume by replay, the TensorFlow trainer's rewound stream, and the last,
+partial held-out window. tf.data only: the same on every backend."""
+
+import gzip
+import types
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
+# Lines ending in \n or \r\n; a line of spaces or tabs separates documents.
+FIRST_FILE = "a b\r\nc\r\n \t \r\nd\r\n\r\n\r\n\tindented\r\nlast"
+SECOND_FILE = "\n\none\n\t\ntwo\nthree\n  \n"
+
+
+def documents_by_rule(text):
+    """Runs of lines that are not blank (spaces and tabs only), each run
+    joined with newlines, line endings dropped."""
+    documents, current = [], []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line.strip(" \t"):
+            current.append(line)
+        elif current:
+            documents.append("\n".join(current))
+            current = []
+    return documents + (["\n".join(current)] if current else [])
+
+
+def texts(dataset):
+    return [element.decode() for element in dataset.as_numpy_iterator()]
+
+
+def test_documents_end_at_blank_lines_in_text_and_gzip_files(tmp_path):
+    from _text_input import text_files
+
+    plain, packed = tmp_path / "a.txt", tmp_path / "b.txt.gz"
+    plain.write_bytes(FIRST_FILE.encode())
+    packed.write_bytes(gzip.compress(SECOND_FILE.encode()))
+    first = ["a b\nc", "d", "\tindented\nlast"]
+    second = ["one", "two\nthree"]
+    assert documents_by_rule(FIRST_FILE) == first
+    assert documents_by_rule(SECOND_FILE) == second
+    assert texts(text_files.read_documents(str(plain))) == first
+    assert texts(text_files.read_documents(str(packed))) == second
+    # Two files read round-robin, a document of each in turn.
+    both = text_files.file_documents([str(plain), str(packed)])
+    assert texts(both) == ["a b\nc", "one", "d", "two\nthree", "\tindented\nlast"]
+
+
+def stream_args(tmp_path, **flags):
+    defaults = dict(
+        input_shards=1,
+        process_id=0,
+        num_processes=1,
+        shuffle_buffer=1,
+        batch_size=4,
+        seed=0,
+        output_dir=tmp_path,
+        save_every=1000,
+    )
+    return types.SimpleNamespace(**{**defaults, **flags})
+
+
+def identity(documents):
+    """Each document its own example, as (inputs, labels)."""
+    return documents.map(lambda document: (document, document))
+
+
+def taken(stream, steps):
+    return [[d.decode() for d in stream.take()[0]] for _ in range(steps)]
+
+
+def corpus_files(tmp_path, count, name="train"):
+    names = [f"{name}-{i}" for i in range(count)]
+    (tmp_path / f"{name}.txt").write_text("\n\n".join(names) + "\n")
+    return names
+
+
+@pytest.mark.parametrize("given", [(), ("validation",)])
+def test_the_train_stream_never_yields_a_carved_held_out_document(tmp_path, given):
+    """A held-out fraction of 0.2: of every 5 train-file documents, the
+    first is a test document, the second a validation one (unless
+    --validation-files is given), the other three train."""
+    from _text_input.sources import file_sources
+    from _text_training.training import training_stream
+
+    names = corpus_files(tmp_path, 20)
+    files = {part: None for part in ("validation", "test")}
+    files["train"] = str(tmp_path / "train.txt")
+    for part in given:
+        corpus_files(tmp_path, 2, part)
+        files[part] = str(tmp_path / f"{part}.txt")
+    args = types.SimpleNamespace(**{f"{p}_files": f for p, f in files.items()})
+    sources = file_sources(args, 0.2)
+    test = names[0::5]
+    carved_validation = [] if given else names[1::5]
+    train = [n for n in names if n not in test and n not in carved_validation]
+    assert texts(sources["test"].dataset()) == test
+    validation = ["validation-0", "validation-1"] if given else carved_validation
+    assert texts(sources["validation"].dataset()) == validation
+    stream = training_stream(
+        stream_args(tmp_path, shuffle_buffer=4), sources["train"].dataset(), identity
+    )
+    # Three passes over the train documents, shuffled.
+    yielded = [d for batch in taken(stream, 3 * len(train) // 4) for d in batch]
+    assert sorted(set(yielded)) == sorted(train)
+
+
+def test_one_process_reading_two_input_shards_takes_both(tmp_path):
+    """Two shards of one process: documents dealt round-robin, each shard
+    giving half of the batch of 4, shard 0's half first."""
+    import tensorflow as tf
+    from _text_training.training import training_stream
+
+    documents = [f"doc-{i}" for i in range(12)]
+    args = stream_args(tmp_path, input_shards=2)
+    stream = training_stream(
+        args, tf.data.Dataset.from_tensor_slices(documents), identity
+    )
+    assert stream.shards == (0, 1)
+    even, odd = documents[0::2], documents[1::2]
+    expected = [even[0:2] + odd[0:2], even[2:4] + odd[2:4], even[4:6] + odd[4:6]]
+    assert taken(stream, 3) == expected
+    # Repeated: the fourth batch starts each shard's documents again.
+    assert taken(stream, 1) == [even[0:2] + odd[0:2]]
+
+
+def counting_stream(period, snapshots):
+    """A BatchStream of batches [2k, 2k + 1] from a Python generator, which
+    TensorFlow cannot checkpoint."""
+    import itertools
+
+    import tensorflow as tf
+    from _text_input.stream import BatchStream
+    from _text_input.stream import train_batches
+
+    numbers = tf.data.Dataset.from_generator(
+        lambda: itertools.count(), output_signature=tf.TensorSpec((), tf.int64)
+    )
+    # Shuffle buffers of 1 keep the order.
+    batches = train_batches(numbers, lambda d: d.map(lambda x: (x, x)), 2, 0, (1, 1))
+    return BatchStream(tf.data.Dataset.zip((batches,)), period, snapshots)
+
+
+def test_a_resume_by_replay_takes_the_batch_an_uninterrupted_run_would(tmp_path):
+    import json
+
+    interrupted = counting_stream(3, tmp_path / "stream")
+    for _ in range(5):  # interrupted at step 5; the last state is step 3's
+        interrupted.take()
+    state = tmp_path / "stream" / "step-3"
+    assert json.loads((state / "position.json").read_text()) == {
+        "step": 3,
+        "replay": True,
+    }
+    resumed = counting_stream(3, tmp_path / "stream")
+    resumed.restore(state)
+    assert resumed.step == 3
+    x, y = resumed.take()
+    np.testing.assert_array_equal(x, [6, 7])  # step 4's batch: 2 * 3, 2 * 3 + 1
+    np.testing.assert_array_equal(y, [6, 7])
+    assert resumed.step == 4
+
+
+def test_the_rewound_stream_starts_again_where_the_first_iteration_did(tmp_path):
+    """The TensorFlow trainer iterates its input once to build, then again
+    to train: the second iteration gives the first's batches again, then
+    goes on, and the steps count each batch once."""
+    from _text_input.stream import RewindOnce
+
+    stream = counting_stream(1000, tmp_path / "stream")
+    stream.take()  # a batch trained on before
+    rewind = RewindOnce(stream, limit=4)
+    first = rewind.iteration()
+    assert [int(next(first)[0][0]) for _ in range(3)] == [2, 4, 6]
+    second = rewind.iteration()
+    assert [int(next(second)[0][0]) for _ in range(5)] == [2, 4, 6, 8, 10]
+    assert stream.step == 6
+    assert list(first) == []  # the first iteration stops once replaced
+    with pytest.raises(RuntimeError, match="iterated 3 times"):
+        next(rewind.iteration())
+
+
+class DigitTokenizer:
+    """Whitespace-separated numbers as ids; [CLS] is 2, [SEP] 3."""
+
+    def token_to_id(self, token):
+        return {"[CLS]": 2, "[SEP]": 3}[token]
+
+    def __call__(self, text):
+        import tensorflow as tf
+
+        return tf.strings.to_number(tf.strings.split(text), tf.int32)
+
+
+def memory_source(documents):
+    import tensorflow as tf
+
+    return types.SimpleNamespace(
+        description="documents",
+        dataset=lambda: tf.data.Dataset.from_tensor_slices(documents),
+    )
+
+
+def test_held_out_windows_keep_the_last_partial_window():
+    """Windows of 4: [CLS] and 3 ids of the documents, each ended by
+    [SEP] (3), the last padded with [PAD] (0); at most --eval-batches *
+    --batch-size windows."""
+    from _text_input.corpus import heldout_windows
+
+    sources = {
+        "validation": memory_source(["5 6", "7 8 9"]),
+        "test": memory_source(["10 11 12 13 14 15 16"]),
+    }
+    args = types.SimpleNamespace(eval_batches=2, batch_size=2)
+    windows = heldout_windows(sources, DigitTokenizer(), 4, args)
+    # 5 6 [SEP] | 7 8 9 | [SEP]: three windows, the last padded.
+    np.testing.assert_array_equal(
+        windows["validation"], [[2, 5, 6, 3], [2, 7, 8, 9], [2, 3, 0, 0]]
+    )
+    # 10 11 12 | 13 14 15 | 16 [SEP]: the last padded.
+    np.testing.assert_array_equal(
+        windows["test"], [[2, 10, 11, 12], [2, 13, 14, 15], [2, 16, 3, 0]]
+    )
+    args.eval_batches = 1
+    capped = heldout_windows(sources, DigitTokenizer(), 4, args)
+    np.testing.assert_array_equal(capped["validation"], windows["validation"][:2])

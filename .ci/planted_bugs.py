@@ -442,8 +442,8 @@ BUGS = [
     (
         "BERT masking may mask [CLS] and [SEP]",
         "keras_gmlp/utils/text_corpus.py",
-        "candidates = np.flatnonzero(token_ids[row] >= FIRST_WORD_ID)",
-        "candidates = np.flatnonzero(token_ids[row] > 0)",
+        "candidates = token_ids >= FIRST_WORD_ID",
+        "candidates = token_ids > 0",
         [
             "tests/applications/units/test_task_inputs.py::test_mlm_masks_word_pieces_only_and_labels_them_with_the_original_ids"
         ],
@@ -577,7 +577,7 @@ BUGS = [
     (
         "One process with several input shards reads only one",
         "applications/_text_training/training.py",
-        "owned = range(args.process_id, shards, args.num_processes)",
+        "owned = range(args.process_id, args.input_shards, args.num_processes)",
         "owned = range(args.process_id, args.num_processes)",
         [
             "tests/applications/units/test_text_stream.py::test_one_process_reading_two_input_shards_takes_both"
@@ -608,6 +608,42 @@ BUGS = [
         "",
         [
             "tests/applications/units/test_argument_edges.py::test_the_image_backbone_keeps_its_gating_in_config_and_presets"
+        ],
+    ),
+    (
+        "Token shards: a shard whose bytes changed is not refused (its digest unchecked)",
+        "applications/_token_shards/shard_set.py",
+        'size != offset + length * dtype.itemsize or file_digest(path) != entry["sha256"]',
+        "size != offset + length * dtype.itemsize",
+        [
+            "tests/applications/programs/test_token_shards.py::test_damaged_shard_sets_are_refused"
+        ],
+    ),
+    (
+        "Token shards: a resumed tokenization writes again the documents its shards hold",
+        "applications/_token_shards/writer.py",
+        'documents = source.dataset().skip(entry["documents"])',
+        "documents = source.dataset()",
+        [
+            "tests/applications/programs/test_token_shards.py::test_an_interrupted_tokenization_resumes_to_the_same_shards"
+        ],
+    ),
+    (
+        "Shard stream: every pass over the windows takes them in the same order",
+        "applications/_token_shards/stream.py",
+        "rng = np.random.default_rng([self.seed, epoch, 3])",
+        "rng = np.random.default_rng([self.seed, 0, 3])",
+        [
+            "tests/applications/programs/test_token_shards.py::test_the_stream_takes_every_window_once_a_pass"
+        ],
+    ),
+    (
+        "Shard stream: input shard s reads the rows of shard 0 (processes overlap)",
+        "applications/_token_shards/stream.py",
+        "first = step * self.batch_size + shard * self.rows",
+        "first = step * self.batch_size",
+        [
+            "tests/applications/programs/test_token_shards.py::test_the_batches_do_not_depend_on_processes_and_resume_exactly"
         ],
     ),
 ]

@@ -230,6 +230,10 @@ def test_the_batches_do_not_depend_on_processes_and_resume_exactly(written, tmp_
         a, b = parts[0].take(), parts[1].take()
         np.testing.assert_array_equal(np.concatenate([a[0], b[0]]), whole[step][0])
         np.testing.assert_array_equal(np.concatenate([a[1], b[1]]), whole[step][1])
+    # Dealt into input shards or not, a step's global batch is the same.
+    single = shard_stream(folder, tmp_path, name="single")
+    for step in range(7):
+        np.testing.assert_array_equal(single.take()[0], whole[step][0])
     # Saved at steps 3 and 6; a new stream restored at 3 goes on as the first.
     assert sorted(p.name for p in (tmp_path / "states").iterdir()) == [
         "step-3",

@@ -23,12 +23,13 @@ finished one says so.
     python applications/pretrain_mlm.py --token-files shards/corpus
 """
 
-import pathlib
 import time
 
 from _shared.flag_parser import keep_output_dir
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
+from _shared.run_state import flag_differences
+from _shared.run_state import flag_values
 from _token_shards import flags
 
 PROGRAM = "tokenize_corpus.py"
@@ -51,15 +52,10 @@ def resumed_manifest(args, made_with):
     except shard_set.ShardSetError as error:
         raise SystemExit(f"error: {error}") from None
     if manifest["complete"]:
-        print(
-            f"{args.output_dir} holds a finished shard set: {manifest['parts']['train']['tokens']:,} train tokens."
-        )
+        tokens = manifest["parts"]["train"]["tokens"]
+        print(f"{args.output_dir} holds a finished shard set: {tokens:,} train tokens.")
         raise SystemExit(0)
-    differences = [
-        f"--{name.replace('_', '-')}: {manifest['made_with'].get(name)!r} -> {value!r}"
-        for name, value in made_with.items()
-        if manifest["made_with"].get(name) != value
-    ]
+    differences = flag_differences(manifest["made_with"], made_with)
     if differences:
         raise SystemExit(
             f"error: {args.output_dir} holds a tokenization made with other flags "
@@ -70,10 +66,7 @@ def resumed_manifest(args, made_with):
 
 def main(argv=None):
     parser, args = parse_args(argv)
-    made_with = {
-        name: str(value) if isinstance(value, pathlib.PurePath) else value
-        for name, value in ((n, getattr(args, n)) for n in flags.MADE_WITH)
-    }
+    made_with = flag_values(args, flags.MADE_WITH)
     manifest = resumed_manifest(args, made_with)
     quiet_tensorflow_logs()
     started = time.time()

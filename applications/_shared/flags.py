@@ -52,8 +52,12 @@ def make_parser(doc, default_output_dir, training=True):
     parser.add_argument(
         "--output-dir",
         default=default_output_dir,
-        help="where models, history, plots and the summary go; rerunning "
-        "with the same directory resumes an interrupted run",
+        help=(
+            "where models, history, plots and the summary go"
+            if training
+            else "where the outputs go"
+        )
+        + "; rerunning with the same directory resumes an interrupted run",
     )
     parser.add_argument("--fast", action="store_true", help=FAST_HELP)
     if not training:

@@ -128,26 +128,37 @@ def discard_run(output_dir):
             path.unlink(missing_ok=True)
 
 
+def flag_values(args, names):
+    """{name: value} of the flags `names` of `args`, as JSON keeps them
+    (paths as strings)."""
+    return {
+        name: str(value) if isinstance(value, pathlib.PurePath) else value
+        for name, value in ((n, getattr(args, n)) for n in names)
+    }
+
+
+def flag_differences(stored, flags):
+    """ "--name: stored -> now" for each of `flags` ({name: value}) that
+    differs from `stored` ({name: value}, read back)."""
+    return [
+        f"--{name.replace('_', '-')}: {stored.get(name)!r} -> {value!r}"
+        for name, value in flags.items()
+        if stored.get(name) != value
+    ]
+
+
 def open_run(args, model_flag_names):
     """Checks --output-dir against the flags before any work, and returns
     its RunState. Exits with one line if the stored model flags differ or a
     file is damaged, and with status 0 if the run is finished. Writes
     nothing (see `RunState.begin`)."""
     output_dir = pathlib.Path(args.output_dir)
-    model_flags = {
-        name: str(value) if isinstance(value, pathlib.PurePath) else value
-        for name, value in ((n, getattr(args, n)) for n in model_flag_names)
-    }
+    model_flags = flag_values(args, model_flag_names)
     if args.restart:
         return RunState(output_dir, model_flags, restart=True)
     stored = read_state(output_dir / STATE_FILE)
     if stored is not None:
-        differences = [
-            f"--{name.replace('_', '-')}: {stored['model_flags'].get(name)!r} -> "
-            f"{value!r}"
-            for name, value in model_flags.items()
-            if stored["model_flags"].get(name) != value
-        ]
+        differences = flag_differences(stored["model_flags"], model_flags)
         if differences:
             raise SystemExit(
                 f"{output_dir} holds a run with other model flags "

@@ -149,7 +149,7 @@ def mask_tokens(token_ids, rng, num_slots, mask_id, vocabulary_size, mask_rate=0
     # A uniform sample without replacement: the candidates with the
     # smallest random keys.
     keys = np.where(candidates, rng.random((batch, length)), 2.0)
-    order = np.argsort(keys, axis=1, kind="stable")[:, :num_slots]
+    order = np.argsort(keys, axis=1)[:, :num_slots]
     used = np.arange(num_slots)[None, :] < counts[:, None]
     positions = np.sort(np.where(used, order, length), axis=1)
     used = positions < length

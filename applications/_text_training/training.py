@@ -258,7 +258,9 @@ def reduced_predictions(model, x, reduce, batch_size=128):
     for start in range(0, count, batch_size):
         rows = slice(start, start + batch_size)
         batch = keras.tree.map_structure(lambda a, rows=rows: a[rows], x)
-        logits = keras.ops.convert_to_numpy(model.predict_on_batch(batch))
+        # `predict`, not `predict_on_batch`: under a tf.distribute strategy
+        # it splits the batch across the replicas.
+        logits = model.predict(batch, batch_size=batch_size, verbose=0)
         results.append(reduce(logits, rows))
     return np.concatenate(results)
 

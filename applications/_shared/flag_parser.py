@@ -9,6 +9,7 @@ removes the --output-dir it created (see `created_output_dir`).
 import argparse
 import difflib
 import pathlib
+import re
 import shutil
 
 # The outermost directory that this start created for --output-dir, until
@@ -40,7 +41,8 @@ def did_you_mean(parser, message):
     prefix = "unrecognized arguments:"
     if not message.startswith(prefix):
         return message
-    known = [s for a in parser._actions for s in a.option_strings if s[:2] == "--"]
+    # argparse's usage line lists every flag it shows (its public view).
+    known = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", parser.format_usage())))
     hints = []
     for word in message[len(prefix) :].split():
         name = word.partition("=")[0]

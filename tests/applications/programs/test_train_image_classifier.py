@@ -108,11 +108,8 @@ def test_flag_errors_before_any_work(tmp_path, args, flag):
     message = result.stderr.strip().splitlines()[-1]
     assert flag in message, describe(result)
     assert "Traceback" not in result.stderr
-    if flag != "--dataset":
-        # Checked before the output directory is made.
-        assert not output_dir.exists()
-    else:
-        assert not any(output_dir.iterdir())
+    # Refused before the output directory is made, or it is removed.
+    assert not output_dir.exists()
 
 
 def test_unusable_output_dir(tmp_path):

@@ -4,8 +4,11 @@ The default corpus is the Python Language Reference that ships with every
 CPython (`pydoc_data.topics`), split by document (topic) into train,
 validation and test sets; --train-files reads local text files and
 --dataset a tensorflow-datasets corpus, both as a stream (any size, bounded
-memory). A WordPiece vocabulary is trained on the first --vocabulary-sample
-train documents (or read from --vocabulary). The documents are tokenized
+memory); --token-files a corpus tokenized once by tokenize_corpus.py, read
+as token ids without TensorFlow. A WordPiece vocabulary is trained on the
+first --vocabulary-sample train documents, at most
+--vocabulary-sample-bytes of text (or read from --vocabulary). The
+documents are tokenized
 in tf.data, joined with [SEP] and cut into windows of --sequence-length
 tokens across document boundaries (BERT's pretraining data), shuffled with
 a bounded buffer, and each batch is masked with BERT's 15% (80% [MASK],

@@ -4,9 +4,11 @@ The default corpus is the Python Language Reference that ships with every
 CPython (`pydoc_data.topics`); --corpus docstrings uses the docstrings of
 the standard library's modules instead (read from its .py files);
 --train-files reads local text files and --dataset a tensorflow-datasets
-corpus, both as a stream. The documents are split into train, validation
-and test sets, a WordPiece vocabulary is trained on the first
---vocabulary-sample train documents (or read from --vocabulary), and the
+corpus, both as a stream; --token-files a corpus tokenized once by
+tokenize_corpus.py, read as token ids without TensorFlow. The documents
+are split into train, validation and test sets, a WordPiece vocabulary is
+trained on the first --vocabulary-sample train documents, at most
+--vocabulary-sample-bytes of text (or read from --vocabulary), and the
 text is tokenized in tf.data, joined with [SEP] and cut into windows of
 --sequence-length tokens across document boundaries. Training counts
 steps (--steps, or --epochs), with a checkpoint every --save-every steps
@@ -20,9 +22,11 @@ After training (with the chosen weights), and with --preset DIR (no
 training), the model continues
 each --prompt with every keras-hub sampler: greedy, beam search, random,
 top-k, top-p and contrastive search; random, top-k and top-p draw from
---seed. --quantize int8 (or float8) generates with a quantized copy of the
-model (`Model.quantize`), and after training reports its test perplexity
-beside float32's; the presets stay float.
+--seed. --quantize int8, float8, int4 or gptq (4-bit, calibrated block by
+block on the first 128 train windows, or the bundled corpus' with --preset)
+generates with a quantized copy of the model (`Model.quantize`), and after
+training reports its test perplexity beside float32's; the presets stay
+float.
 
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer), history.csv,

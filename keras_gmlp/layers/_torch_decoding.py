@@ -12,8 +12,10 @@ new token's gates, keys and values into the caches in place and reads only
 the positions written so far: `slice_update` on PyTorch copies the whole
 cache every step, and the causal mask zeroes every later position anyway.
 
-`gMLPCausalLM.generate` uses it; it owns the caches the decoder updates,
-and decodes inside `TorchDecoder.one_thread()`.
+`gMLPCausalLM.generate` uses it; it owns the caches the decoder updates.
+`TorchDecoder.sample` runs keras-hub's sampling loop around it, and each
+step on the intra-op thread count `_torch_threads.ThreadChoice` measures
+faster.
 
 Keras' int8 layers (`quantize("int8")`) are computed as Keras computes
 them: each row of a dense layer's inputs quantized by its absolute maximum
@@ -24,8 +26,9 @@ held as float32, which represents their products and sums exactly up to
 layers' path ran 20x slower than float on PyTorch).
 """
 
-import contextlib
 import math
+
+from keras_gmlp.layers._torch_threads import CHOICE
 
 
 def reproduces(token_embedding, segment_embedding, blocks, final_norm):
@@ -86,15 +89,56 @@ def _input_quantizer(layer):
     return quantizer.value_range, quantizer.epsilon
 
 
+# Products of at least this many weights (inputs x outputs) run as
+# `(transposed @ x.T).T` when split over threads: for a few rows MKL splits
+# that form and not `x @ kernel`. Smaller ones, and every product on one
+# thread, run as `x @ kernel`, the faster form there. 4 rows, microbenchmark
+# (us, 1 thread x @ kernel / 2 threads x @ kernel / 2 threads transposed):
+# 256x1536 100 / 116 / 66; 768x256 36 / 39 / 33; 256x192 10 / 12 / 14.
+SPLIT_WEIGHTS = 2**17
+
+
+class _Dense:
+    """`x @ kernel + bias` of a Dense layer (or the tied output table), or
+    Keras' int8 product where `int8` is `(kernel_scale, input quantizer)`
+    (the int8 kernel held as float32): see `_int8_product`."""
+
+    def __init__(self, kernel, bias=None, int8=None):
+        self.kernel, self.bias, self.int8 = kernel, bias, int8
+        self.transposed = self.bias_column = None
+        if kernel.numel() >= SPLIT_WEIGHTS:
+            self.transposed = kernel.T.contiguous()
+            self.bias_column = None if bias is None else bias[:, None]
+
+    def __call__(self, x, split):
+        """`split`: whether PyTorch runs on more than one thread now."""
+        import torch
+
+        if self.int8 is not None:
+            y = _int8_product(x, self._product, *self.int8, split)
+            return y if self.bias is None else y + self.bias
+        if split and self.transposed is not None:
+            if self.bias is None:
+                return (self.transposed @ x.T).T
+            return torch.addmm(self.bias_column, self.transposed, x.T).T
+        if self.bias is None:
+            return x @ self.kernel
+        return torch.addmm(self.bias, x, self.kernel)
+
+    def _product(self, x, split):
+        if split and self.transposed is not None:
+            return (self.transposed @ x.T).T
+        return x @ self.kernel
+
+
 def _dense_weights(dense):
-    """`(kernel, bias, int8)`: `int8` is None for a float layer, else
-    `(kernel_scale, input quantizer)` with the int8 kernel as float32."""
+    """The `_Dense` of a float or int8 `keras.layers.Dense`."""
     bias = None if dense.bias is None else dense.bias.value
     if dense.quantization_mode is None:
-        return dense.kernel.value, bias, None
+        return _Dense(dense.kernel.value, bias)
     # An int8 layer's `kernel` is its int8 variable.
-    kernel = dense.kernel.value.float()
-    return kernel, bias, (dense.kernel_scale.value, _input_quantizer(dense))
+    int8 = (dense.kernel_scale.value, _input_quantizer(dense))
+    return _Dense(dense.kernel.value.float(), bias, int8)
 
 
 def _embedding_rows(embedding):
@@ -130,10 +174,9 @@ class TorchDecoder:
     def __init__(self, token_embedding, segment_embedding, blocks, final_norm):
         self.token_embeddings, self.token_scales = _embedding_rows(token_embedding)
         # Scores over the vocabulary: the tied table, transposed.
-        self.output = (
+        self.output = _Dense(
             self.token_embeddings.T,
-            None,
-            None
+            int8=None
             if self.token_scales is None
             else (self.token_scales, _input_quantizer(token_embedding)),
         )
@@ -164,26 +207,60 @@ class TorchDecoder:
                 }
             )
 
-    @staticmethod
-    @contextlib.contextmanager
-    def one_thread():
-        """Runs what it wraps on one PyTorch intra-op thread, then restores
-        the caller's count.
+    def thread_choice(self, batch_size):
+        """A context on the intra-op thread count found faster, in which
+        `.step(decoder, *args)` runs a decoding step of `batch_size` rows
+        (see `_torch_threads.ThreadChoice`); the caller's count is back
+        after."""
+        import torch
 
-        A decoding step is ~200 ops on a few rows each, too small to split:
-        idle, the 6-block aMLP of benchmarks/generation.py decoded as fast
-        on one thread as on two. Split, each op waits for every thread, so
-        with another process busy on one of 2 cores each op waited a
-        scheduler slice and decoding fell from 518 to 22 tokens/s.
+        dense = self.blocks[0]["expand"] if self.blocks else self.output
+        rows = torch.zeros(
+            batch_size, dense.kernel.shape[0], device=dense.kernel.device
+        )
+        return CHOICE.decoding(torch.get_num_threads(), lambda: dense(rows, split=True))
+
+    def sample(self, sampler, threads, prompt, cache, index, mask, stop_token_ids):
+        """keras-hub's `Sampler.__call__` loop, in PyTorch: the same tokens.
+
+        From `index` on, each position not in `mask` gets
+        `sampler.get_next_token(sampler.compute_probabilities(logits))`, and
+        the loop stops once every row holds one of `stop_token_ids` outside
+        `mask`. Samplers that keep keras-hub's `Sampler.__call__` (greedy,
+        top-k, top-p, random) run this loop; beam and contrastive search
+        have loops of their own. Eager keras-hub spent about 0.5 ms a token
+        in the loop's own `keras.ops` calls; here they are a few torch ops.
+
+        Args:
+            sampler: a `keras_hub.samplers.Sampler`.
+            threads: the `ThreadChoice` of a `thread_choice()` context,
+                which runs each step.
+            prompt: int tensor `(batch, length)`, the prompts, padded.
+            cache: as for `__call__`, filled up to `index`.
+            index: int, the first position to generate.
+            mask: bool tensor like `prompt`, true where a token is kept.
+            stop_token_ids: a tuple of ids, or None.
+
+        Returns:
+            The generated token ids, `(batch, length)`.
         """
         import torch
 
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(threads)
+        device = self.token_embeddings.device
+        prompt = torch.as_tensor(prompt, device=device).clone()
+        mask = torch.as_tensor(mask, device=device).bool()
+        stops = None
+        if stop_token_ids is not None:
+            stops = torch.tensor(list(stop_token_ids), device=device)
+        for position in range(index, prompt.shape[1]):
+            if stops is not None and _every_row_stopped(prompt, stops, mask):
+                break
+            logits, _ = threads.step(self, prompt[:, position - 1], cache, position - 1)
+            token = sampler.get_next_token(sampler.compute_probabilities(logits))
+            prompt[:, position] = torch.where(
+                mask[:, position], prompt[:, position], token.to(prompt.dtype)
+            )
+        return prompt
 
     def __call__(self, token_ids, cache, index):
         """The logits for the tokens at position `index`, updating `cache`.
@@ -200,17 +277,18 @@ class TorchDecoder:
         """
         import torch
 
+        split = torch.get_num_threads() > 1
         with torch.no_grad():
             x = self.token_embeddings[token_ids]
             if self.token_scales is not None:
                 x = x / self.token_scales[token_ids, None]
             x = x + self.segment_zero
             for block, block_cache in zip(self.blocks, cache):
-                x = x + self._block(block, x, block_cache, index)
+                x = x + self._block(block, x, block_cache, index, split)
             hidden_states = _layer_norm(x, *self.final_norm)
-            return _dense(hidden_states, *self.output), hidden_states
+            return self.output(hidden_states, split), hidden_states
 
-    def _block(self, block, x, block_cache, index):
+    def _block(self, block, x, block_cache, index, split):
         import torch
         import torch.nn.functional as F
 
@@ -220,7 +298,7 @@ class TorchDecoder:
         else:
             gate_cache, attention_cache = block_cache
         normed = _layer_norm(x, *block["norm"])
-        z = F.gelu(_dense(normed, *block["expand"]))
+        z = F.gelu(block["expand"](normed, split))
         u, v = torch.split(z, z.shape[-1] // 2, dim=-1)
         gate_cache[:, index] = _layer_norm(v, *block["gate_norm"])
         # Row `index` of each head's spatial weights, over the positions
@@ -235,44 +313,44 @@ class TorchDecoder:
         projected = projected.reshape(batch, channels)
         if attention is not None:
             projected = projected + _tiny_attention(
-                attention, normed, attention_cache, index
+                attention, normed, attention_cache, index, split
             )
-        return _dense(u * projected, *block["output"])
+        return block["output"](u * projected, split)
 
 
-def _dense(x, kernel, bias, int8):
-    """`x @ kernel + bias`, or Keras' int8 product where `int8` is
-    `(kernel_scale, input quantizer)`: see `_int8_product`."""
-    y = x @ kernel if int8 is None else _int8_product(x, kernel, *int8)
-    return y if bias is None else y + bias
+def _every_row_stopped(prompt, stops, mask):
+    """keras-hub's stop condition: each row holds a stop id outside `mask`."""
+    import torch
+
+    return bool((torch.isin(prompt, stops) & ~mask).any(dim=-1).all())
 
 
-def _int8_product(x, kernel, kernel_scale, quantizer):
+def _int8_product(x, product, kernel_scale, quantizer, split):
     """Keras' int8 `Dense` and reversed `ReversibleEmbedding`: the rows of
     `x` rounded to int8 at `limit / (max |row| + epsilon)`, times the int8
-    `kernel`, divided by both scales."""
+    kernel (`product(rows, split)`), divided by both scales."""
     import torch
 
     if quantizer is None:
-        return (x @ kernel) / kernel_scale
+        return product(x, split) / kernel_scale
     (low, high), epsilon = quantizer
     row_scale = high / (x.abs().amax(dim=-1, keepdim=True) + epsilon)
     quantized = torch.clamp(torch.round(x * row_scale), low, high)
-    return (quantized @ kernel) / (kernel_scale * row_scale)
+    return product(quantized, split) / (kernel_scale * row_scale)
 
 
 def _layer_norm(x, gamma, beta, epsilon):
-    import torch.nn.functional as F
+    import torch
 
-    return F.layer_norm(x, (x.shape[-1],), gamma, beta, epsilon)
+    return torch.layer_norm(x, (x.shape[-1],), gamma, beta, epsilon)
 
 
-def _tiny_attention(attention, x, cache, index):
+def _tiny_attention(attention, x, cache, index, split):
     """`x`: `(batch, hidden)`. Writes the key and value at `index`."""
     import torch
 
     query, key, value = torch.split(
-        _dense(x, *attention["qkv"]), attention["dim"], dim=-1
+        attention["qkv"](x, split), attention["dim"], dim=-1
     )
     cache[:, 0, index] = key
     cache[:, 1, index] = value
@@ -280,4 +358,4 @@ def _tiny_attention(attention, x, cache, index):
     scores = torch.matmul(query[:, None], cache[:, 0, : index + 1].transpose(1, 2))
     weights = torch.softmax(scores / math.sqrt(attention["dim"]), dim=-1)
     mixed = torch.matmul(weights, cache[:, 1, : index + 1])[:, 0]
-    return _dense(mixed, *attention["output"])
+    return attention["output"](mixed, split)

@@ -1,4 +1,4 @@
-import contextlib
+import functools
 
 import keras
 import keras_hub
@@ -173,6 +173,58 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
         )
         return hidden_states, cache
 
+    def _sample(
+        self, decode, token_ids, cache, index, mask, stop_token_ids, hidden_states
+    ):
+        """The sampler's own loop over the decoding steps: `decode(token_ids,
+        cache, position)` where given, else the layers' cached `call`."""
+
+        def next(prompt, cache, index):
+            cache_update_index = index - 1
+            if decode is not None:
+                position = int(cache_update_index)
+                logits, hidden_states = decode(prompt[:, position], cache, position)
+                return logits, hidden_states, cache
+            batch_size = ops.shape(prompt)[0]
+            last_token = ops.slice(prompt, [0, cache_update_index], [batch_size, 1])
+            logits, hidden_states, cache = self.call_with_cache(
+                last_token, cache, cache_update_index
+            )
+            return (
+                ops.squeeze(logits, axis=1),
+                ops.squeeze(hidden_states, axis=1),
+                cache,
+            )
+
+        return self.sampler(
+            next=next,
+            prompt=token_ids,
+            cache=cache,
+            index=index,
+            mask=mask,
+            stop_token_ids=stop_token_ids,
+            hidden_states=hidden_states,
+            model=self,
+        )
+
+    def _decode_in_torch(self, fast_step, token_ids, index, mask, stop_token_ids):
+        """Generation with the raw-PyTorch step `fast_step`, prefill
+        included, on the thread count it finds faster."""
+        with fast_step.thread_choice(ops.shape(token_ids)[0]) as threads:
+            # Eager PyTorch knows `index` on the host, so the prefill can
+            # stop there: the decoder writes every later position itself.
+            hidden_states, cache = self._build_cache(
+                token_ids, prefill_length=max(index, 1)
+            )
+            if _keeps_the_sampler_loop(self.sampler):
+                return fast_step.sample(
+                    self.sampler, threads, token_ids, cache, index, mask, stop_token_ids
+                )
+            decode = functools.partial(threads.step, fast_step)
+            return self._sample(
+                decode, token_ids, cache, index, mask, stop_token_ids, hidden_states
+            )
+
     def generate_step(self, inputs, stop_token_ids=None):
         """Generates the tokens after each prompt of a padded batch.
 
@@ -192,48 +244,30 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
             backbone.gmlp_blocks,
             backbone.final_layer_norm,
         )
-        if fast_step is not None:
-            # Eager PyTorch knows `index` on the host, so the prefill can
-            # stop there: the decoder writes every later position itself.
-            hidden_states, cache = self._build_cache(
-                token_ids, prefill_length=max(int(index), 1)
+        if fast_step is None:
+            hidden_states, cache = self._build_cache(token_ids)
+            token_ids = self._sample(
+                None,
+                token_ids,
+                cache,
+                index,
+                padding_mask,
+                stop_token_ids,
+                hidden_states,
             )
         else:
-            hidden_states, cache = self._build_cache(token_ids)
-
-        def next(prompt, cache, index):
-            cache_update_index = index - 1
-            if fast_step is not None:
-                position = int(cache_update_index)
-                logits, hidden_states = fast_step(prompt[:, position], cache, position)
-                return logits, hidden_states, cache
-            batch_size = ops.shape(prompt)[0]
-            last_token = ops.slice(prompt, [0, cache_update_index], [batch_size, 1])
-            logits, hidden_states, cache = self.call_with_cache(
-                last_token, cache, cache_update_index
-            )
-            return (
-                ops.squeeze(logits, axis=1),
-                ops.squeeze(hidden_states, axis=1),
-                cache,
-            )
-
-        threads = (
-            contextlib.nullcontext() if fast_step is None else fast_step.one_thread()
-        )
-        with threads:
-            token_ids = self.sampler(
-                next=next,
-                prompt=token_ids,
-                cache=cache,
-                index=index,
-                mask=padding_mask,
-                stop_token_ids=stop_token_ids,
-                hidden_states=hidden_states,
-                model=self,
+            token_ids = self._decode_in_torch(
+                fast_step, token_ids, int(index), padding_mask, stop_token_ids
             )
         padding_mask = _generated_padding_mask(token_ids, padding_mask, stop_token_ids)
         return {"token_ids": token_ids, "padding_mask": padding_mask}
+
+
+def _keeps_the_sampler_loop(sampler):
+    """Whether `sampler` runs keras-hub's `Sampler.__call__` loop (greedy,
+    top-k, top-p, random), which `TorchDecoder.sample` reproduces; beam
+    and contrastive search have loops of their own."""
+    return type(sampler).__call__ is keras_hub.samplers.Sampler.__call__
 
 
 def _generated_padding_mask(token_ids, prompt_padding_mask, stop_token_ids):

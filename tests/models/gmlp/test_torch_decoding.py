@@ -7,6 +7,7 @@ own kernels' forms through `generate()`.
 """
 
 import keras
+import keras_hub
 import numpy as np
 import pytest
 
@@ -158,39 +159,92 @@ def test_fast_step_is_skipped_where_it_would_differ():
         assert _fast_step(model) is None
 
 
-def test_decoding_runs_on_one_thread_and_restores_the_callers_count(rng, monkeypatch):
-    """On PyTorch the decoding steps run on one intra-op thread (a busy
-    core stalls every split op) and the caller's thread count comes back,
-    after a failure too. Elsewhere no step is made and nothing changes."""
+def _sampler(name):
+    """A fresh sampler each time: the random ones' seeds start over."""
+    samplers = keras_hub.samplers
+    return {
+        "top_k": lambda: samplers.TopKSampler(k=4, seed=3),
+        "top_p": lambda: samplers.TopPSampler(p=0.9, seed=3),
+        "random": lambda: samplers.RandomSampler(seed=3, temperature=0.7),
+        "beam": lambda: samplers.BeamSampler(num_beams=2),
+    }[name]()
+
+
+@pytest.mark.parametrize(
+    "sampler, stop_token_ids",
+    [("top_k", (3, 7)), ("top_p", None), ("random", (3, 7)), ("beam", None)],
+)
+def test_samplers_pick_the_same_tokens_with_and_without_the_fast_step(
+    rng, sampler, stop_token_ids
+):
+    """The PyTorch loop around the fast step (keras-hub's loop for every
+    sampler but beam search, which keeps its own) picks the tokens
+    keras-hub's loop over the layers picks, seeded draws and early stops
+    included."""
+    model = _causal_lm(attention_dim=8)
+    prompts = _padded_prompts(rng, [2, 6, 3])
+    generated = {}
+    for choice in ("plain", "auto"):
+        with use_kernels(choice):
+            model.compile(sampler=_sampler(sampler))
+            output = model.generate(prompts, stop_token_ids=stop_token_ids)
+        generated[choice] = keras.ops.convert_to_numpy(output["token_ids"])
+    np.testing.assert_array_equal(generated["auto"], generated["plain"])
+    np.testing.assert_array_equal(
+        np.where(prompts["padding_mask"], generated["plain"], 0), prompts["token_ids"]
+    )
+
+
+def _timed_choice(monkeypatch, product_seconds):
+    """A fresh `ThreadChoice` whose product takes `product_seconds[count]`
+    of a fake clock at each thread count, and whose steps take what the
+    step function advances it by."""
+    import torch
+
+    from keras_gmlp.layers import _torch_threads
+
+    clock = [0.0]
+    monkeypatch.setattr(_torch_threads.time, "perf_counter", lambda: clock[0])
+
+    def product():
+        clock[0] += product_seconds[torch.get_num_threads()]
+
+    def step(seconds):
+        clock[0] += seconds
+        return torch.get_num_threads()
+
+    return _torch_threads.ThreadChoice(), product, step
+
+
+def test_thread_choice_follows_the_faster_count_as_the_load_changes(monkeypatch):
+    """Idle, the caller's threads win the timed product; when steps slow
+    down threefold the counts are tried again at once, and one thread
+    wins under load; the caller's count is back after, after an error
+    too."""
     if not TORCH:
         assert _fast_step(_causal_lm()) is None
         return
     import torch
 
-    from keras_gmlp.layers._torch_decoding import TorchDecoder
-
-    threads_seen = []
-    decode = TorchDecoder.__call__
-
-    def recording_call(self, *args):
-        threads_seen.append(torch.get_num_threads())
-        return decode(self, *args)
-
-    monkeypatch.setattr(TorchDecoder, "__call__", recording_call)
-    model = _causal_lm()
+    costs = {1: 2e-4, 2: 1e-4}
+    choice, product, step = _timed_choice(monkeypatch, costs)
     callers_threads = torch.get_num_threads()
-    torch.set_num_threads(3)
+    torch.set_num_threads(2)
     try:
-        _greedy(model, _padded_prompts(rng, [2, 5]), "auto")
-        assert threads_seen and set(threads_seen) == {1}
-        assert torch.get_num_threads() == 3
-
-        def failing_call(self, *args):
-            raise RuntimeError("step failed")
-
-        monkeypatch.setattr(TorchDecoder, "__call__", failing_call)
+        with choice.decoding(2, product) as threads:
+            idle = [threads.step(step, 4e-3) for _ in range(5)]
+            # Another process takes a core: split products wait for it.
+            costs[2] = 5e-2
+            slow = threads.step(step, 4e-2)
+            loaded = [threads.step(step, 4e-3) for _ in range(3)]
+        assert idle == [2] * 5
+        assert slow == 2 and loaded == [1, 1, 1]
+        assert torch.get_num_threads() == 2
         with pytest.raises(RuntimeError, match="step failed"):
-            _greedy(model, _padded_prompts(rng, [2, 5]), "auto")
-        assert torch.get_num_threads() == 3
+            with choice.decoding(2, product) as threads:
+                raise RuntimeError("step failed")
+        assert torch.get_num_threads() == 2
+        with choice.decoding(1, product) as threads:
+            assert threads.step(step, 1e-3) == 1
     finally:
         torch.set_num_threads(callers_threads)

@@ -87,3 +87,19 @@ def add_special_token(tokenizer, token, name):
     public way to register one.
     """
     tokenizer._add_special_token(token, name)
+
+
+def tensor_version(tensor):
+    """How many times a PyTorch tensor (or a view of it) has been written
+    in place: it changes whenever `keras.Variable.assign` writes the
+    variable's value on the PyTorch backend.
+
+    Hook: `torch.Tensor._version`.
+    Why private: the raw-PyTorch decoding step keeps tensors made from the
+    weights (int8 kernels as float32, transposed kernels) across `generate`
+    calls and must know when a weight was assigned since; PyTorch's own
+    autograd checks saved tensors with this counter, and neither PyTorch
+    nor Keras offers a public one (Keras assigns in place, so the tensor
+    object stays the same).
+    """
+    return tensor._version

@@ -33,7 +33,7 @@ VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "fox
 
 def hook_changed(hook, detail):
     return (
-        f"keras-hub changed the private hook `{hook}` that "
+        f"{hook.split('.')[0]} changed the private hook `{hook}` that "
         f"keras_gmlp/_compat.py relies on: {detail}"
     )
 
@@ -244,7 +244,29 @@ def test_no_private_upstream_names_outside_compat():
     )
 
 
-@pytest.mark.parametrize("hook", ["BackboneLengthFromPreset", "add_special_token"])
+def test_tensor_version_hook():
+    """`torch.Tensor._version` counts in-place writes, and on PyTorch
+    `keras.Variable.assign` writes the same tensor in place."""
+    import torch
+
+    tensor = torch.zeros(3)
+    before = _compat.tensor_version(tensor)
+    tensor.add_(1)
+    assert _compat.tensor_version(tensor) > before, hook_changed(
+        "torch.Tensor._version", "no change after add_"
+    )
+    if keras.backend.backend() == "torch":
+        variable = keras.Variable(np.zeros(3, "float32"))
+        value = variable.value
+        before = _compat.tensor_version(value)
+        variable.assign(np.ones(3, "float32"))
+        assert variable.value is value
+        assert _compat.tensor_version(value) > before
+
+
+@pytest.mark.parametrize(
+    "hook", ["BackboneLengthFromPreset", "add_special_token", "tensor_version"]
+)
 def test_each_hook_says_why(hook):
     doc = inspect.getdoc(getattr(_compat, hook))
     assert "Hook:" in doc and "Why private:" in doc

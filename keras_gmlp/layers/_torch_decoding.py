@@ -27,7 +27,9 @@ layers' path ran 20x slower than float on PyTorch).
 """
 
 import math
+import weakref
 
+from keras_gmlp._compat import tensor_version
 from keras_gmlp.layers._torch_threads import CHOICE
 
 
@@ -98,17 +100,42 @@ def _input_quantizer(layer):
 SPLIT_WEIGHTS = 2**17
 
 
+# Tensors made from variables' values (an int8 kernel as float32, a kernel
+# transposed), kept until the variable is written again. Made again for
+# every `generate` call they cost an int8 model 158 of its 500 ms (6
+# blocks, 64 tokens). Keyed by `id(value)` (a tensor's `==` is
+# elementwise, so it cannot be a weak dictionary key) and dropped when
+# the value is freed; no kept tensor may refer to its value, or neither
+# would be freed.
+_MADE = {}
+
+
+def _made_from(value, name, make):
+    """`make()`, a tensor computed from `value`, made again only once
+    `value` has been written since."""
+    key = id(value)
+    if key not in _MADE or _MADE[key][0]() is not value:
+        forget = weakref.ref(value, lambda _: _MADE.pop(key, None))
+        _MADE[key] = (forget, {})
+    made = _MADE[key][1]
+    version = tensor_version(value)
+    if name not in made or made[name][0] != version:
+        made[name] = (version, make())
+    return made[name][1]
+
+
 class _Dense:
     """`x @ kernel + bias` of a Dense layer (or the tied output table), or
     Keras' int8 product where `int8` is `(kernel_scale, input quantizer)`
-    (the int8 kernel held as float32): see `_int8_product`."""
+    (the int8 kernel held as float32): see `_int8_product`. `transposed`
+    is the kernel as `(outputs, inputs)` for products of SPLIT_WEIGHTS or
+    more, else None."""
 
-    def __init__(self, kernel, bias=None, int8=None):
+    def __init__(self, kernel, transposed, bias=None, int8=None):
         self.kernel, self.bias, self.int8 = kernel, bias, int8
-        self.transposed = self.bias_column = None
-        if kernel.numel() >= SPLIT_WEIGHTS:
-            self.transposed = kernel.T.contiguous()
-            self.bias_column = None if bias is None else bias[:, None]
+        self.transposed, self.bias_column = transposed, None
+        if transposed is not None and bias is not None:
+            self.bias_column = bias[:, None]
 
     def __call__(self, x, split):
         """`split`: whether PyTorch runs on more than one thread now."""
@@ -134,19 +161,28 @@ class _Dense:
 def _dense_weights(dense):
     """The `_Dense` of a float or int8 `keras.layers.Dense`."""
     bias = None if dense.bias is None else dense.bias.value
-    if dense.quantization_mode is None:
-        return _Dense(dense.kernel.value, bias)
     # An int8 layer's `kernel` is its int8 variable.
+    value = dense.kernel.value
+    kernel = value
+    if dense.quantization_mode is not None:
+        kernel = _made_from(value, "float32", value.float)
+    transposed = None
+    if kernel.numel() >= SPLIT_WEIGHTS:
+        transposed = _made_from(value, "transposed", lambda: kernel.T.contiguous())
+    if dense.quantization_mode is None:
+        return _Dense(kernel, transposed, bias)
     int8 = (dense.kernel_scale.value, _input_quantizer(dense))
-    return _Dense(dense.kernel.value.float(), bias, int8)
+    return _Dense(kernel, transposed, bias, int8)
 
 
 def _embedding_rows(embedding):
     """`(table, row scales)`: the float table, or the int8 table as float32
     with the scale each row is divided by (None for a float table)."""
+    value = embedding.embeddings.value
     if embedding.quantization_mode is None:
-        return embedding.embeddings.value, None
-    return embedding.embeddings.value.float(), embedding.embeddings_scale.value
+        return value, None
+    table = _made_from(value, "float32", value.float)
+    return table, embedding.embeddings_scale.value
 
 
 def _norm_weights(norm):
@@ -173,9 +209,11 @@ class TorchDecoder:
 
     def __init__(self, token_embedding, segment_embedding, blocks, final_norm):
         self.token_embeddings, self.token_scales = _embedding_rows(token_embedding)
-        # Scores over the vocabulary: the tied table, transposed.
+        # Scores over the vocabulary: the tied table, transposed; the table
+        # itself is the `(outputs, inputs)` form.
         self.output = _Dense(
             self.token_embeddings.T,
+            self.token_embeddings,
             int8=None
             if self.token_scales is None
             else (self.token_scales, _input_quantizer(token_embedding)),

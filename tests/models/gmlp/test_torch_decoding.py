@@ -159,6 +159,23 @@ def test_fast_step_is_skipped_where_it_would_differ():
         assert _fast_step(model) is None
 
 
+@pytest.mark.parametrize("quantization", [None, "int8"])
+def test_generation_uses_weights_assigned_since_the_last_call(rng, quantization):
+    """The fast step keeps tensors made from the weights (transposed, int8
+    as float32) between calls; weights assigned in between are used."""
+    model = _causal_lm(attention_dim=8, quantization=quantization)
+    prompts = _padded_prompts(rng, [3, 5])
+    _greedy(model, prompts, "auto")
+    for variable in model.backbone.weights:
+        values = rng.standard_normal(variable.shape)
+        if variable.dtype == "int8":
+            values = rng.integers(-127, 128, variable.shape)
+        variable.assign(values.astype(variable.dtype))
+    np.testing.assert_array_equal(
+        _greedy(model, prompts, "auto"), _greedy(model, prompts, "plain")
+    )
+
+
 def _sampler(name):
     """A fresh sampler each time: the random ones' seeds start over."""
     samplers = keras_hub.samplers

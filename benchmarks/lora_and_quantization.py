@@ -29,12 +29,13 @@
    parameters, AdamW's state for them (2 slots x 4 bytes), the run's peak
    RSS (`os.wait4`), and test accuracy (median and range).
 
-    python benchmarks/lora_and_quantization.py             # about 60 min
+    python benchmarks/lora_and_quantization.py             # about 45 min
+    python benchmarks/lora_and_quantization.py --repeats 3 --seeds 2  # 34 min
     python benchmarks/lora_and_quantization.py --parts quantization --backends jax
-    python benchmarks/lora_and_quantization.py --fast      # the programs' --fast, 2 min
+    python benchmarks/lora_and_quantization.py --fast --backends jax  # 6 min
 
 Writes benchmarks/lora_and_quantization.json (or --output); a rerun skips
-the runs already in it.
+the runs already in it, and prints the tables of what the JSON holds.
 """
 
 import argparse

@@ -17,7 +17,7 @@ logits. An interrupted run (Ctrl-C, a kill) resumes from its last completed
 epoch, or after training from the chosen weights, when rerun with the same
 --output-dir; a finished one says so (--restart trains it again).
 
---quantize int8 (or float8) also scores a quantized copy of the chosen
+--quantize int8 (or float8, int4) also scores a quantized copy of the chosen
 model (`Model.quantize`: the Dense kernels) on the test split, beside
 float32's in summary.json (test_accuracy_int8, test_loss_int8), and saves
 it as best_int8.keras; best.keras and final.keras stay float. It is not a
@@ -27,7 +27,10 @@ run only says it is finished (--restart trains it again).
 --lora-rank N fine-tunes --weights with LoRA (keras_gmlp.applications.
 enable_lora): rank-N factors beside the frozen kernels of the blocks'
 channel projections train, with those layers' biases and the head. The
-saved models hold each kernel merged with its factors.
+saved models hold each kernel merged with its factors. With
+--quantize-base int8 the frozen body is int8 first (QLoRA's recipe): the
+float factors train beside int8 kernels, and the saved models hold each
+kernel merged with its factors and quantized again.
 
 Larger jobs:
 

@@ -117,8 +117,13 @@ def build_model(parser, args, channels, classes, state):
     """The classifier with a fresh `classes`-way head (float32 logits), its
     body (and head, when the classes match) loaded from `state`, and with
     --lora-rank, LoRA factors on the loaded weights: only they, the adapted
-    layers' biases and the head train. Returns (model, how it started)."""
+    layers' biases and the head train (with --quantize-base, beside int8
+    kernels). Returns (model, how it started)."""
     model, start = load_classifier(parser, args, channels, classes, state)
+    if args.quantize_base:
+        from _shared.serving import quantize_in_place
+
+        quantize_in_place(model, args.quantize_base, keep=("predictions",))
     if args.lora_rank:
         from keras_gmlp.applications import enable_lora
 

@@ -9,7 +9,9 @@ from _shared.flag_values import non_negative_int
 from _shared.flag_values import positive_float
 from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
+from _shared.flags import add_quantize_base_flag
 from _shared.flags import add_quantize_flag
+from _shared.flags import check_quantize_base
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import prepare_output_dir
@@ -42,6 +44,7 @@ MODEL_FLAGS = (
     "image_size",
     "weights",
     "lora_rank",
+    "quantize_base",
     "drop_path_rate",
     "dataset",
     "fast",
@@ -155,6 +158,7 @@ def add_start_flags(group):
         "and a trainable head, the other weights frozen (default: every "
         "weight trains)",
     )
+    add_quantize_base_flag(group, "the body (the head stays float)")
 
 
 def add_data_flags(group):
@@ -276,7 +280,9 @@ def add_scale_flags(group):
     add_distribute_flags(group)
     # Not a model flag: it only adds a score (and best_<mode>.keras) to the
     # report, so a run resumed with or without it is the same run.
-    add_quantize_flag(group, "the chosen model for the test split")
+    add_quantize_flag(
+        group, "the chosen model for the test split", ("int8", "float8", "int4")
+    )
 
 
 def parse_args(doc, argv=None):
@@ -302,6 +308,7 @@ def parse_args(doc, argv=None):
             "--lora-rank: LoRA adapts pretrained weights; pass --weights (a "
             "checkpoint, or 'imagenet') to start from"
         )
+    check_quantize_base(parser, args)
     from _shared.distribute import check_distribute_flags
 
     check_distribute_flags(parser, args)

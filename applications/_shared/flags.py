@@ -116,6 +116,37 @@ def flag_given(argv, flag):
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
+def add_quantize_base_flag(parser, frozen):
+    """--quantize-base: with --lora-rank, `frozen` (the weights LoRA leaves
+    frozen) quantized before the factors are added: QLoRA's recipe."""
+    parser.add_argument(
+        "--quantize-base",
+        choices=("int8",),
+        help=f"with --lora-rank: quantize {frozen} first (Model.quantize), so "
+        "the float LoRA factors train beside int8 kernels (QLoRA's recipe); "
+        "the saved model holds each kernel merged with its factors, quantized "
+        "again",
+    )
+
+
+def check_quantize_base(parser, args):
+    """--quantize-base needs --lora-rank (a fully trained model cannot train
+    int8 kernels), and leaves nothing for --quantize to do."""
+    if args.quantize_base is None:
+        return
+    if args.lora_rank is None:
+        parser.error(
+            "--quantize-base: int8 kernels do not train; it needs --lora-rank "
+            "(LoRA factors beside the quantized weights)"
+        )
+    if getattr(args, "quantize", None) is not None:
+        parser.error(
+            f"--quantize {args.quantize}: the model is already quantized "
+            f"(--quantize-base {args.quantize_base}); its test score is the "
+            "quantized model's"
+        )
+
+
 def add_quantize_flag(parser, served, modes=("int8", "float8")):
     """--quantize: `Model.quantize` on a copy of the model that `served`
     names, in one of `modes`; the trained model and its files stay float."""

@@ -3,6 +3,17 @@
 import warnings
 
 
+def quantize_in_place(model, mode, keep=()):
+    """`model.quantize(mode)` but for the layers named in `keep` (a new
+    head that should train), for --quantize-base: LoRA then trains float
+    factors beside the quantized kernels."""
+    with warnings.catch_warnings():
+        # As in quantized_copy: the norms and the spatial gating unit stay
+        # float by design.
+        warnings.simplefilter("ignore", UserWarning)
+        model.quantize(mode, filters=lambda layer: layer.name not in keep)
+
+
 def quantized_copy(model, mode, calibration=None):
     """A copy of `model` with its Dense and Embedding kernels quantized to
     `mode` ("int8", "float8", "int4", or "gptq": 4-bit weights fitted block
@@ -37,7 +48,10 @@ def quantized_copy(model, mode, calibration=None):
             weight_bits=4,
             num_samples=len(calibration),
             sequence_length=calibration.shape[1],
-            group_size=-1,
+            # Scales per 128 inputs (Keras' default). Not -1, one per output:
+            # Keras 3.15.1 then starts a new scale every 128 inputs anyway
+            # and fails on wider kernels (the default LM's 256-input one).
+            group_size=128,
         )
         copy.quantize("gptq", config=config)
     return copy

@@ -1,5 +1,6 @@
 """The fine-tuning program's model: a text classifier over the --preset
-encoder, with LoRA factors when --lora-rank is given."""
+encoder, with LoRA factors when --lora-rank is given (beside int8
+kernels with --quantize-base)."""
 
 
 def load_classifier(args, num_classes):
@@ -14,6 +15,11 @@ def load_classifier(args, num_classes):
         raise SystemExit(
             f"--preset {args.preset} could not be loaded as a gMLP encoder: {error}"
         ) from None
+    if args.quantize_base:
+        from _shared.serving import quantize_in_place
+
+        # The encoder only: the new head trains in float.
+        quantize_in_place(classifier.backbone, args.quantize_base)
     if args.lora_rank:
         classifier.backbone.enable_lora(args.lora_rank)
     return classifier

@@ -8,6 +8,8 @@ import pathlib
 from _shared.flag_values import fraction
 from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
+from _shared.flags import add_quantize_base_flag
+from _shared.flags import check_quantize_base
 from _shared.flags import flag_given
 from _shared.flags import make_parser
 from _shared.flags import prepare_output_dir
@@ -38,6 +40,7 @@ MODEL_FLAGS = (
     "dataset",
     "dropout",
     "lora_rank",
+    "quantize_base",
     "offline_task",
     "pairs_per_paragraph",
     "test_fraction",
@@ -103,6 +106,7 @@ def parse_args(doc, argv=None):
         "projections (backbone.enable_lora) and the head, the other encoder "
         "weights frozen (default: every weight trains)",
     )
+    add_quantize_base_flag(parser, "the encoder")
     add_text_file_flags(parser, with_vocabulary=False)
     add_step_flags(parser)
     args = parser.parse_args(argv)
@@ -110,6 +114,7 @@ def parse_args(doc, argv=None):
         args.epochs = 1
     if args.data_dir and not args.dataset:
         parser.error("--data-dir needs --dataset")
+    check_quantize_base(parser, args)
     check_text_file_flags(parser, args)
     check_step_flags(parser, args, argv)
     args.preset = checked_preset(parser, args.preset)

@@ -100,6 +100,30 @@ def test_lora_rank_trains_the_factors_and_head_only(tmp_path):
     assert any(adapted_changed)
 
 
+def test_lora_on_an_int8_encoder_trains_what_float_lora_trains(tmp_path):
+    """--quantize-base int8 --lora-rank: the encoder's kernels int8 (in the
+    run and in its preset), the factors and the head float and the only
+    weights that train, as many as LoRA on the float encoder trains."""
+    from keras_gmlp.models import gMLPTextClassifier
+
+    preset = fast_pretraining_dir() / "final_preset"
+    program = load_program("finetune_text_classifier")
+    flags = ["--fast", "--steps", "2", "--save-every", "2", "--eval-every", "2"]
+    flags += ["--lora-rank", "2", "--quantize-base", "int8"]
+    summary = program.main(
+        [*flags, "--preset", str(preset), "--output-dir", str(tmp_path)]
+    )
+    float_lora = gMLPTextClassifier.from_preset(str(preset), num_classes=4)
+    float_lora.backbone.enable_lora(2)
+    expected = sum(int(np.prod(w.shape)) for w in float_lora.trainable_weights)
+    assert summary["trainable_parameters"] == expected
+    tuned = gMLPTextClassifier.from_preset(str(tmp_path / "final_preset"))
+    block = tuned.backbone.gmlp_blocks[0]
+    assert block.expand_dense.quantization_mode == "int8"
+    assert block.output_dense.quantization_mode == "int8"
+    assert tuned.output_dense.quantization_mode is None
+
+
 def test_offline_task_splits_by_module_file():
     args = types.SimpleNamespace(test_fraction=0.25, fast=False)
     data, classes, _ = offline_tasks.offline_task(args)

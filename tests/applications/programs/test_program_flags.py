@@ -262,6 +262,16 @@ def test_start_up_lines_below_the_log_level_are_held_back():
             ["--lora-rank", "2"],
             "--lora-rank: LoRA adapts pretrained weights; pass --weights",
         ),
+        (
+            "finetune_text_classifier",
+            ["--quantize-base", "int8"],
+            "--quantize-base: int8 kernels do not train; it needs --lora-rank",
+        ),
+        (
+            "train_image_classifier",
+            ["--quantize-base", "int8"],
+            "--quantize-base: int8 kernels do not train; it needs --lora-rank",
+        ),
     ],
 )
 def test_a_flag_error_is_a_usage_line_and_the_reason(program, flags, reason, tmp_path):

@@ -554,6 +554,25 @@ def test_lora_trains_factors_biases_and_head_and_resumes_as_uninterrupted(
         assert row == pytest.approx(reference_row, abs=1e-6)
 
 
+def test_lora_on_an_int8_body_trains_what_float_lora_trains(tmp_path):
+    """--quantize-base int8: the body's Dense kernels int8, LoRA's factors,
+    the adapted layers' biases and the float head train (the 634 weights
+    of LoRA on the float model, above), and the saved model is int8."""
+    path, _ = _timm_checkpoint(tmp_path)
+    args = ["--fast", "--weights", str(path), "--lora-rank", "2"]
+    args += ["--quantize-base", "int8", "--output-dir", str(tmp_path / "out")]
+    program.main(args)
+    assert read_summary(tmp_path / "out")["trainable_parameters"] == 634
+    final = keras.saving.load_model(tmp_path / "out" / "final.keras", compile=False)
+    modes = {
+        layer.name: layer.quantization_mode
+        for layer in final._flatten_layers()
+        if isinstance(layer, keras.layers.Dense)
+    }
+    assert modes.pop("predictions") is None
+    assert set(modes.values()) == {"int8"}, modes
+
+
 def test_keras_weights_of_same_classes_keep_the_head(tmp_path):
     source = _source_model(classes=10)
     path = tmp_path / "source.weights.h5"

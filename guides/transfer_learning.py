@@ -245,7 +245,7 @@ print("Saved", path)
 `enable_lora(model, rank)` is keras-hub's `backbone.enable_lora(rank)` for
 these models: every weight frozen but rank-`r` factors on the blocks'
 channel projections, their biases and the `"predictions"` head. In
-benchmarks/lora_and_quantization.py (3 seeds) rank 4 on the digits trained
+the first round of benchmarks/lora_and_quantization.py (3 seeds) rank 4 on the digits trained
 8% of the weights and matched full fine-tuning (median accuracy 0.978, at
 10x the learning rate); on the text task it fell short (0.47 vs 0.61).
 """

@@ -15,9 +15,12 @@ and why), so the export of a model loaded as plain Keras, which skips it,
 can fail where the library's own classes succeed.
 """
 
+import contextlib
 from importlib.util import find_spec
 
 import keras
+
+from keras_gmlp.layers._kernels import use_kernels
 
 # What every refusal offers instead: the backend where each format is
 # tested end to end (exported, then run by its own runtime).
@@ -150,9 +153,29 @@ class CheckedExport:
     def export(self, filepath, format="tf_saved_model", **kwargs):
         """`keras.Model.export`, after `check_export(format)`."""
         check_export(format)
-        if keras.config.backend() != "torch":
+        with _exportable(self):
             return super().export(filepath, format=format, **kwargs)
+
+
+@contextlib.contextmanager
+def _exportable(model):
+    """What Keras' export of `model` needs on the current backend, for the
+    duration of the block.
+
+    On JAX the layers take Keras' formulas (`use_kernels("plain")`): the
+    faster form of the spatial projection on CPUs merges the batch axis
+    into another, a symbolic product that jax2onnx cannot reshape to ("reshape
+    with symbolic dimensions requires mapping to input axes"). On PyTorch,
+    `keras_gmlp.utils._torch_export.torch_exportable`.
+    """
+    backend = keras.config.backend()
+    if backend == "jax":
+        with use_kernels("plain"):
+            yield
+    elif backend == "torch":
         from keras_gmlp.utils._torch_export import torch_exportable
 
-        with torch_exportable(self):
-            return super().export(filepath, format=format, **kwargs)
+        with torch_exportable(model):
+            yield
+    else:
+        yield

@@ -9,10 +9,10 @@ are what tests/deployment checks with Keras 3.15.
 
 ONNX works from every backend, each through Keras' own converter: tf2onnx
 on TensorFlow, jax2onnx on JAX (`pip install "keras-gmlp[onnx]"` brings
-both) and `torch.onnx` on PyTorch. On PyTorch the models' `export` first
-makes them traceable (keras_gmlp/utils/_torch_export.py says what it fixes
-and why), so the export of a model loaded as plain Keras, which skips it,
-can fail where the library's own classes succeed.
+both) and `torch.onnx` on PyTorch. On JAX and PyTorch the models' `export`
+first makes them traceable (`_exportable` below says how), so the export
+of a model loaded as plain Keras, which skips it, can fail where the
+library's own classes succeed.
 """
 
 import contextlib
@@ -59,13 +59,12 @@ REFUSED = {
 NEEDS_KERAS = {
     ("jax", "onnx"): (
         (3, 14),
-        "Keras converts through jax2onnx from 3.14 on (before, through "
-        "jax2tf, which this library does not support)",
+        "earlier releases convert through jax2tf, which this library does not support",
     ),
     ("torch", "onnx"): (
         (3, 15),
-        "Keras 3.14 refuses dict inputs (the text models') and 3.13 fixes "
-        "the batch size at 1",
+        "Keras 3.14 refuses dict inputs, which the text models take, and 3.13 "
+        "fixes the batch size at 1",
     ),
 }
 

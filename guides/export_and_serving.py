@@ -2,7 +2,7 @@
 Title: Saving, switching backends and exporting gMLP models
 Author: keras-gmlp contributors
 Date created: 2026/11/23
-Last modified: 2026/11/23
+Last modified: 2026/11/27
 Description: Save a gMLP model on one backend, load it on another, and export it to SavedModel, ONNX and LiteRT for serving.
 Accelerator: None
 """
@@ -22,11 +22,13 @@ Which export formats work depends on the backend the model lives in:
 | Backend | `tf_saved_model` | `onnx` | `litert` |
 | --- | --- | --- | --- |
 | TensorFlow | yes | yes (tf2onnx) | yes |
-| JAX | writes, but TensorFlow cannot run it (the exact GELU's `erf`) | needs `jax2onnx` | refused by Keras |
-| PyTorch | fails in Keras' `torch.export` bridge | fails on the tied embedding | needs `litert-torch` |
+| JAX | writes, but TensorFlow cannot run it (the exact GELU's `erf`) | yes (jax2onnx) | refused by Keras |
+| PyTorch | fails in Keras' `torch.export` bridge | yes (`torch.onnx`) | needs `litert-torch` |
 
-So the recipe on every backend is: save the `.keras` file, load it under
-the TensorFlow backend, and export from there. On the TensorFlow backend
+ONNX alone exports from any backend (`pip install "keras-gmlp[onnx]"` for
+the converters). For all three formats the recipe on every backend is: save
+the `.keras` file, load it under the TensorFlow backend, and export from
+there. On the TensorFlow backend
 that happens in this process; on JAX and PyTorch, in a subprocess (a Keras
 process has one backend). `KERAS_GMLP_GUIDE_FAST=1` uses a smaller model.
 """

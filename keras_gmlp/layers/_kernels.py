@@ -29,7 +29,13 @@ import math
 import keras
 from keras import ops
 
-KERNEL_NAMES = ("gelu", "layer_norm", "spatial_projection", "torch_decoding")
+KERNEL_NAMES = (
+    "gelu",
+    "layer_norm",
+    "rank2_dense",
+    "spatial_projection",
+    "torch_decoding",
+)
 CHOICES = ("auto", "fast", "plain")
 _choice = "auto"
 
@@ -75,6 +81,8 @@ def uses_fast_form(name):
         return backend == "tensorflow" or (backend == "jax" and _xla_on_cpu())
     if name == "layer_norm":
         return backend == "jax" and _xla_on_cpu()
+    if name == "rank2_dense":
+        return True  # See `keras_gmlp.layers._ops.dense_on_last_axis`.
     return _xla_on_cpu()  # The spatial projection.
 
 

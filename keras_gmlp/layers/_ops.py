@@ -2,15 +2,22 @@
 
 from keras import ops
 
+from keras_gmlp.layers._kernels import uses_fast_form
+
 
 def dense_on_last_axis(dense, x):
     """Applies `dense` to the last axis of a rank-3 `x` as one rank-2 matmul.
 
     The result equals `dense(x)`; XLA's CPU backend runs the rank-2 form's
-    backward pass about twice as fast as the batched rank-3 one. It is used
-    on every device: reshaping a contiguous tensor costs nothing anywhere,
-    and `Dense` runs the same matmul either way.
+    backward pass about twice as fast as the batched rank-3 one. It is the
+    fast form of the kernel `"rank2_dense"`, taken on every device:
+    reshaping a contiguous tensor costs nothing anywhere, and `Dense` runs
+    the same matmul either way. The plain form, `dense(x)`, is what JAX
+    exports take: jax2onnx cannot reshape to the merged `batch * length`
+    axis of a free batch size.
     """
+    if not uses_fast_form("rank2_dense"):
+        return dense(x)
     # One `ops.shape` call: on TensorFlow each call adds a slice per unknown
     # dimension, and unused slices become extra outputs of an OpenVINO export.
     batch, length = ops.shape(x)[:2]

@@ -293,8 +293,10 @@ class SpatialGatingUnit(keras.layers.Layer):
         kernel = ops.cast(kernel, context.dtype)
         bias = ops.cast(bias, context.dtype)
         if self.causal:
-            positions = start + ops.arange(rows)
-            visible = ops.arange(columns)[None, :] <= positions[:, None]
+            # `arange(0, n)`: jax2onnx's `arange` cannot take the `stop=None`
+            # that Keras passes on for `arange(n)`.
+            positions = start + ops.arange(0, rows)
+            visible = ops.arange(0, columns)[None, :] <= positions[:, None]
             kernel = kernel * ops.cast(visible, kernel.dtype)[None]
         head_dim = context.shape[-1] // self.num_heads
         context = ops.reshape(context, (batch, columns, self.num_heads, head_dim))

@@ -141,8 +141,10 @@ class TinyAttention(keras.layers.Layer):
     def _causal_mask(self, start, query_length, key_length):
         """`(1, query_length, key_length)`, true where the query at
         position `start + i` may see key `j`."""
-        query_positions = start + ops.arange(query_length)
-        key_positions = ops.arange(key_length)
+        # `arange(0, n)`: jax2onnx's `arange` cannot take the `stop=None`
+        # that Keras passes on for `arange(n)`.
+        query_positions = start + ops.arange(0, query_length)
+        key_positions = ops.arange(0, key_length)
         return (key_positions[None, :] <= query_positions[:, None])[None]
 
     def call(self, inputs, padding_mask=None, cache=None, cache_update_index=None):

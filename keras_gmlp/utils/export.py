@@ -3,15 +3,24 @@ backend, and a check that refuses the others in one line saying what to do.
 
 Keras' own refusals do not say which backend or package would work
 (`model.export(..., format="tf_saved_model")` on torch ends in a
-torch.export `UserError`, `"onnx"` there in a torch.onnx error), so the
-library's models (the builders' and the keras-hub classes) run
-`check_export` before Keras exports. The table below is what
-tests/deployment checks with Keras 3.15.
+torch.export `UserError`), so the library's models (the builders' and the
+keras-hub classes) run `check_export` before Keras exports. The tables below
+are what tests/deployment checks with Keras 3.15.
+
+ONNX works from every backend, each through Keras' own converter: tf2onnx
+on TensorFlow, jax2onnx on JAX (`pip install "keras-gmlp[onnx]"` brings
+both) and `torch.onnx` on PyTorch. On JAX and PyTorch the models' `export`
+first makes them traceable (`_exportable` below says how), so the export
+of a model loaded as plain Keras, which skips it, can fail where the
+library's own classes succeed.
 """
 
+import contextlib
 from importlib.util import find_spec
 
 import keras
+
+from keras_gmlp.layers._kernels import use_kernels
 
 # What every refusal offers instead: the backend where each format is
 # tested end to end (exported, then run by its own runtime).
@@ -43,9 +52,19 @@ REFUSED = {
     ("torch", "tf_saved_model"): (
         "Keras' SavedModel export through torch.export fails on these models"
     ),
+}
+
+# The oldest Keras that exports these models to a format on a backend, and
+# what the releases before it do.
+NEEDS_KERAS = {
+    ("jax", "onnx"): (
+        (3, 14),
+        "earlier releases convert through jax2tf, which this library does not support",
+    ),
     ("torch", "onnx"): (
-        "torch.onnx fails on these models (on LayerNormalization's shape and "
-        "inside keras.layers.ReversibleEmbedding)"
+        (3, 15),
+        "Keras 3.14 refuses dict inputs, which the text models take, and 3.13 "
+        "fixes the batch size at 1",
     ),
 }
 
@@ -71,15 +90,16 @@ def check_export(format, backend=None):
             `keras.config.backend()`.
 
     Raises:
-        ValueError: an unknown format, or one that fails on this backend;
-            the message names the backend to use instead.
+        ValueError: an unknown format, or one that fails on this backend
+            or with the installed Keras; the message names the backend to
+            use instead.
         ImportError: a package the export needs is missing; the message
             says what to install.
 
     Examples:
 
     ```python
-    keras_gmlp.utils.export.check_export("onnx")  # on torch: ValueError
+    keras_gmlp.utils.export.check_export("tf_saved_model")  # on torch: ValueError
     ```
     """
     backend = backend or keras.config.backend()
@@ -93,6 +113,7 @@ def check_export(format, backend=None):
             f"Cannot export to {format!r} on the {backend} backend: "
             f"{REFUSED[backend, format]}. {ON_TENSORFLOW}."
         )
+    _check_keras_version(format, backend)
     missing = [
         pip for module, pip in NEEDS.get((backend, format), ()) if not find_spec(module)
     ]
@@ -104,6 +125,26 @@ def check_export(format, backend=None):
         )
 
 
+def _check_keras_version(format, backend):
+    """Raises a one-line ValueError if the installed Keras is older than
+    `NEEDS_KERAS` asks for `format` on `backend`."""
+    if (backend, format) not in NEEDS_KERAS:
+        return
+    oldest, before = NEEDS_KERAS[backend, format]
+    if _keras_version() < oldest:
+        raise ValueError(
+            f"Cannot export to {format!r} on the {backend} backend with Keras "
+            f"{keras.version()}: it needs Keras {oldest[0]}.{oldest[1]} or later "
+            f"({before}): pip install -U keras. {ON_TENSORFLOW}."
+        )
+
+
+def _keras_version():
+    """The installed Keras' (major, minor) release."""
+    major, minor = keras.version().split(".")[:2]
+    return int(major), int(minor)
+
+
 class CheckedExport:
     """Mixin for `keras.Model` subclasses: `export` runs `check_export`
     before Keras exports. Put it before the Keras base class."""
@@ -111,4 +152,29 @@ class CheckedExport:
     def export(self, filepath, format="tf_saved_model", **kwargs):
         """`keras.Model.export`, after `check_export(format)`."""
         check_export(format)
-        return super().export(filepath, format=format, **kwargs)
+        with _exportable(self):
+            return super().export(filepath, format=format, **kwargs)
+
+
+@contextlib.contextmanager
+def _exportable(model):
+    """What Keras' export of `model` needs on the current backend, for the
+    duration of the block.
+
+    On JAX the layers take Keras' formulas (`use_kernels("plain")`): the
+    faster form of the spatial projection on CPUs merges the batch axis
+    into another, a symbolic product that jax2onnx cannot reshape to ("reshape
+    with symbolic dimensions requires mapping to input axes"). On PyTorch,
+    `keras_gmlp.utils._torch_export.torch_exportable`.
+    """
+    backend = keras.config.backend()
+    if backend == "jax":
+        with use_kernels("plain"):
+            yield
+    elif backend == "torch":
+        from keras_gmlp.utils._torch_export import torch_exportable
+
+        with torch_exportable(model):
+            yield
+    else:
+        yield

@@ -1,6 +1,7 @@
 """`model.export` of an image classifier and the text backbone in each
-format Keras supports on this backend; every artifact is run by its own
-runtime and compared with the Keras model to 1e-4.
+format Keras supports on this backend but ONNX (test_onnx_export.py, on
+every backend); every artifact is run by its own runtime and compared with
+the Keras model to 1e-4.
 
 The text backbone's spatial projections are built for `max_sequence_length`
 tokens. The export signature fixes the length at that maximum: inputs are
@@ -12,13 +13,11 @@ Cells not here and why (see the report/README matrix): JAX tf_saved_model
 is refused by the library: Keras exports, but TensorFlow 2.21 cannot run
 the artifact (jax 0.10.2 writes `erf` as a `vhlo.composite_v2` op, jax 0.12
 its shape assertions as `vhlo.custom_call_v2`, and TF's XlaCallModule
-knows neither: "Cannot deserialize computation"); JAX onnx needs the
-`jax2onnx` package; JAX litert is refused by Keras ("requires TensorFlow or
-PyTorch backend"); PyTorch tf_saved_model fails inside Keras' torch.export
-bridge; PyTorch onnx fails inside keras.layers.ReversibleEmbedding ("Cannot
-insert a Tensor that requires grad as a constant"); PyTorch litert needs
-the `litert-torch` package. OpenVINO cells that do not work carry their
-reason in `OPENVINO_SKIPS`.
+knows neither: "Cannot deserialize computation"); JAX litert is refused by
+Keras ("requires TensorFlow or PyTorch backend"); PyTorch tf_saved_model
+fails inside Keras' torch.export bridge; PyTorch litert needs the
+`litert-torch` package. OpenVINO cells that do not work carry their reason
+in `OPENVINO_SKIPS`.
 """
 
 import keras
@@ -31,13 +30,12 @@ from tests.deployment.cross_backend_models import make_inputs
 from tests.deployment.cross_backend_models import text_models
 
 FORMATS = {
-    "tensorflow": ["tf_saved_model", "onnx", "litert", "openvino"],
+    "tensorflow": ["tf_saved_model", "litert", "openvino"],
     "jax": [],
     "torch": [],
 }
 SUFFIX = {
     "tf_saved_model": "",
-    "onnx": ".onnx",
     "litert": ".tflite",
     "openvino": ".xml",
 }
@@ -113,22 +111,6 @@ def run_artifact(export_format, path, x):
         result = compiled(feed)
         outputs = {o.get_any_name(): result[o] for o in compiled.outputs}
         return [outputs[k] for k in sorted(outputs)]
-    if export_format == "onnx":
-        import onnxruntime
-
-        session = onnxruntime.InferenceSession(path)
-        feed = {}
-        for spec in session.get_inputs():
-            # tf2onnx names the inputs after the signature: args_0_<key>.
-            key = (
-                next((k for k in named if spec.name.endswith(k)), None)
-                if named
-                else None
-            )
-            feed[spec.name] = named[key] if named else x
-        names = [o.name for o in session.get_outputs()]
-        outputs = dict(zip(names, session.run(None, feed)))
-        return [outputs[k] for k in sorted(outputs)]
     import tensorflow as tf
 
     runner = tf.lite.Interpreter(model_path=path).get_signature_runner()
@@ -160,9 +142,7 @@ def keras_outputs(model, x):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "export_format", ["tf_saved_model", "onnx", "litert", "openvino"]
-)
+@pytest.mark.parametrize("export_format", ["tf_saved_model", "litert", "openvino"])
 def test_exported_artifact_matches_keras(export_format, tmp_path):
     if export_format == "openvino" and keras.config.backend() in OPENVINO_SKIPS:
         pytest.skip(OPENVINO_SKIPS[keras.config.backend()])

@@ -23,7 +23,6 @@ TENSORFLOW_WORKS = (
 
 REFUSALS = [
     ("torch", "tf_saved_model", "SavedModel export through torch.export fails"),
-    ("torch", "onnx", "torch.onnx fails on these models"),
     ("jax", "tf_saved_model", "TensorFlow cannot run the SavedModel that jax writes"),
     ("jax", "openvino", "cannot convert the XlaCallModule op that jax2tf writes"),
     ("jax", "litert", "LiteRT export needs the TensorFlow or PyTorch backend"),
@@ -58,7 +57,8 @@ def test_missing_package_says_what_to_install(
     backend, format, absent, install, monkeypatch
 ):
     # Every other package counts as installed, so the message names only
-    # `absent` whatever this environment holds.
+    # `absent` whatever this environment holds; and Keras is new enough.
+    monkeypatch.setattr(keras, "version", lambda: "3.15.1")
     monkeypatch.setattr(
         export, "find_spec", lambda name: None if name == absent else object()
     )
@@ -68,6 +68,31 @@ def test_missing_package_says_what_to_install(
         rf"{install} \(not installed\): pip install {install}\. ",
     ):
         check_export(format, backend)
+
+
+@pytest.mark.parametrize(
+    "backend, version, oldest",
+    [("torch", "3.14.2", "3.15"), ("jax", "3.13.0", "3.14")],
+)
+def test_onnx_refused_with_an_older_keras(backend, version, oldest, monkeypatch):
+    monkeypatch.setattr(keras, "version", lambda: version)
+    with pytest.raises(ValueError) as error:
+        check_export("onnx", backend)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"Cannot export to 'onnx' on the {backend} backend with Keras {version}: "
+        f"it needs Keras {oldest} or later ("
+    )
+    assert "pip install -U keras." in message
+    assert re.search(TENSORFLOW_WORKS, message)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_onnx_accepted_on_every_backend_with_keras_3_15(backend, monkeypatch):
+    monkeypatch.setattr(keras, "version", lambda: "3.15.1")
+    monkeypatch.setattr(export, "find_spec", lambda name: object())
+    check_export("onnx", backend)
 
 
 def test_unknown_format_lists_the_formats():
@@ -80,7 +105,7 @@ def test_unknown_format_lists_the_formats():
 
 
 # A format that fails on each backend, refused on the current one.
-FAILING = {"tensorflow": "torch", "jax": "openvino", "torch": "onnx"}
+FAILING = {"tensorflow": "torch", "jax": "openvino", "torch": "tf_saved_model"}
 
 
 def test_models_refuse_before_keras_writes_anything(tmp_path):

@@ -2,6 +2,7 @@ import keras
 from keras_hub.layers import MaskedLMHead
 from keras_hub.models import MaskedLM
 
+from keras_gmlp.layers._kernels import gelu
 from keras_gmlp.layers._sublayers import nested_sublayers
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
@@ -63,7 +64,9 @@ class gMLPMaskedLM(CheckedExport, CheckedTextSteps, MaskedLM):
         self.masked_lm_head = MaskedLMHead(
             vocabulary_size=backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
-            intermediate_activation="gelu",
+            # Keras' exact "gelu" is `erfc` on TensorFlow, which ONNX has no
+            # operator for; this is the same GELU through `erf`.
+            intermediate_activation=gelu,
             layer_norm_epsilon=1e-6,
             kernel_initializer=gmlp_embedding_initializer(),
             dtype=backbone.dtype_policy,

@@ -247,7 +247,9 @@ def test_no_private_upstream_names_outside_compat():
 def test_tensor_version_hook():
     """`torch.Tensor._version` counts in-place writes, and on PyTorch
     `keras.Variable.assign` writes the same tensor in place."""
-    import torch
+    # Only the PyTorch backend's decoding step uses it; CI's Python 3.12
+    # lane installs no torch.
+    torch = pytest.importorskip("torch")
 
     tensor = torch.zeros(3)
     before = _compat.tensor_version(tensor)

@@ -144,12 +144,11 @@ class _Dense:
         if self.int8 is not None:
             y = _int8_product(x, self._product, *self.int8, split)
             return y if self.bias is None else y + self.bias
-        if split and self.transposed is not None:
-            if self.bias is None:
-                return (self.transposed @ x.T).T
-            return torch.addmm(self.bias_column, self.transposed, x.T).T
         if self.bias is None:
-            return x @ self.kernel
+            return self._product(x, split)
+        # The bias added in the product's own call: one op fewer.
+        if split and self.transposed is not None:
+            return torch.addmm(self.bias_column, self.transposed, x.T).T
         return torch.addmm(self.bias, x, self.kernel)
 
     def _product(self, x, split):

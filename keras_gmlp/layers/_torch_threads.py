@@ -35,6 +35,8 @@ class ThreadChoice:
 
     def __init__(self):
         self.chosen = 1
+        # Set by `decoding` for the generation under way.
+        self.counts, self.product = (1,), None
         self.wait = FIRST_WAIT
         self.until_try = 0
         self.last_step = None

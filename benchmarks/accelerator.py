@@ -12,16 +12,20 @@ here, then run one command there:
     bash benchmarks/_accelerator/device.sh          # there, carrying .whl
 
 `device.sh` installs the wheels into /tmp/site and runs this program,
-which writes `accelerator.json` and `accelerator.txt` to `--out` ($OUT
-there). Each framework runs in its own process, one after another; the
-whole run keeps inside `--budget-s` (420 s), giving each process a share
-and skipping, with the reason recorded, what its share leaves no time for.
+which writes `accelerator.json`, `accelerator.txt` and the refreshed
+`expected_seconds.json` to `--out` ($OUT there). The rows run in the order
+of what they decide (correctness, then the headline bfloat16 rows, then
+float32) in worker processes that stay up between their rows, inside one
+deadline (`--budget-s`): a row whose expected seconds no longer fit is
+skipped with both figures, and a shorter one after it may still run.
 
-    python benchmarks/accelerator.py --quick    # the same code on a CPU, tiny sizes
+    python benchmarks/accelerator.py --dry-run     # what would run in the budget
+    python benchmarks/accelerator.py --quick       # the same code on a CPU, tiny sizes
+    python benchmarks/accelerator.py --missing-from A/accelerator.json   # a second call
+    python benchmarks/accelerator.py --merge A/accelerator.json B/accelerator.json
 
-`--quick` takes a minute on a CPU; without timm its parity check reads the
-shipped timm fixture (tests/fixtures). `bash benchmarks/_accelerator/rehearse.sh`
-runs the GPU host's command in a virtual environment of its versions.
+`bash benchmarks/_accelerator/rehearse.sh` runs the GPU host's command in a
+virtual environment of its versions.
 """
 
 import argparse
@@ -29,21 +33,14 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 
 from _flags import FlagParser
 
-# (name, worker module, Keras backend, share of the budget), run in order:
-# a process that ends early leaves its time to the next.
-JOBS = [
-    ("peers", "peers", None, 0.30),
-    ("keras-jax", "keras", "jax", 0.25),
-    ("keras-torch", "keras", "torch", 0.25),
-    ("memory-jax", "memory", "jax", 0.10),
-    ("memory-torch", "memory", "torch", 0.10),
-]
+WORKERS = ("peers", "keras-jax", "keras-torch", "memory-jax", "memory-torch")
 VERSIONS = (
     "torch",
     "jax",
@@ -55,7 +52,6 @@ VERSIONS = (
     "transformers",
     "numpy",
 )
-GRACE_S = 60
 
 
 def parse_args(argv=None):
@@ -63,7 +59,13 @@ def parse_args(argv=None):
     parser.add_argument(
         "--out",
         default=os.path.join("outputs", "accelerator"),
-        help="folder for accelerator.json and accelerator.txt",
+        help="folder for accelerator.json, accelerator.txt and the workers' logs",
+    )
+    parser.add_argument(
+        "--workdir",
+        default=os.path.join("outputs", "accelerator-work"),
+        help="folder kept between calls on one machine: timm's reference "
+        "weights and logits, JAX's and inductor's compilation caches",
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a CPU")
     parser.add_argument(
@@ -74,42 +76,50 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--jobs",
-        default=",".join(job[0] for job in JOBS),
-        help="comma-separated processes to run, in order (default all)",
+        default=",".join(WORKERS),
+        help="comma-separated worker processes whose rows run (default all)",
+    )
+    parser.add_argument(
+        "--rows", help="a regular expression: only rows whose 'worker item' matches"
+    )
+    parser.add_argument(
+        "--missing-from",
+        metavar="JSON",
+        help="an earlier accelerator.json: only the rows it has no result for",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="no run: one table, with ratios, from these runs' accelerator.json",
+    )
+    parser.add_argument(
+        "--expected",
+        default=None,
+        help="expected seconds per row (default: the shipped "
+        "benchmarks/_accelerator/expected_seconds.json)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="no run: the rows in order, their expected seconds and which fit",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    known = [job[0] for job in JOBS]
-    unknown = sorted(set(args.jobs.split(",")) - set(known))
+    unknown = sorted(set(args.jobs.split(",")) - set(WORKERS))
     if unknown:
-        parser.error(f"argument --jobs: unknown {unknown}; allowed: {known}")
+        parser.error(f"argument --jobs: unknown {unknown}; allowed: {list(WORKERS)}")
     if args.budget_s <= 0:
         parser.error(f"argument --budget-s: must be positive, received {args.budget_s}")
+    if args.rows:
+        try:
+            re.compile(args.rows)
+        except re.error as error:
+            parser.error(f"argument --rows: not a regular expression ({error})")
+    for path in (args.merge or []) + [p for p in [args.missing_from] if p]:
+        if not os.path.isfile(path):
+            parser.error(f"argument --merge/--missing-from: no file {path}")
     return args
-
-
-def run_worker(args):
-    """One process: the worker named `--worker`, recording to `--out`."""
-    from _accelerator.record import Results
-
-    name, module = args.worker, dict((job[0], job[1]) for job in JOBS)[args.worker]
-    results = Results(os.path.join(args.out, "results.jsonl"), name, args.deadline)
-    workdir = os.path.join(args.out, "reference")
-    if module == "peers":
-        from _accelerator import peers
-
-        peers.run(results, args.quick, workdir)
-    elif module == "keras":
-        from _accelerator import keras_checks
-        from _accelerator import keras_speed
-
-        keras_checks.run(results, args.quick, workdir)
-        keras_speed.run(results, args.quick, workdir)
-    else:
-        from _accelerator import memory
-
-        memory.run(results, args.quick, workdir)
 
 
 def host_info():
@@ -140,74 +150,151 @@ def host_info():
     )
 
 
-def run_job(args, job, deadline, results_path):
-    """Runs one worker process; a crash or a hang past its deadline is
-    recorded as an error row, and the next job runs."""
-    name, _, backend, _ = job
-    env = dict(
-        os.environ, TF_CPP_MIN_LOG_LEVEL="3", XLA_PYTHON_CLIENT_MEM_FRACTION="0.95"
+def selected_rows(args):
+    """The plan's rows for `--jobs`, `--rows` and `--missing-from`. A memory
+    worker's rows run together (each builds on the probes before it)."""
+    from _accelerator import plan
+    from _accelerator import report
+
+    rows = plan.build(args.quick, tuple(args.jobs.split(",")))
+    if args.rows:
+        rows = [row for row in rows if re.search(args.rows, row.key)]
+    if args.missing_from:
+        with open(args.missing_from) as file:
+            earlier = json.load(file)["results"]
+        done = {report.row_key(r) for r in earlier if report.measured(r)}
+        redo = {row.worker for row in rows if row.key not in done}
+        rows = [
+            row
+            for row in rows
+            if row.key not in done
+            or (plan.WORKERS[row.worker][1] and row.worker in redo)
+        ]
+    return rows
+
+
+def worker_environment(args, worker):
+    """The worker's backend, and the caches kept in `--workdir`. JAX takes
+    the card's memory as it needs it, beside the other workers; the memory
+    workers run alone and JAX takes 95% of it at once, as it does by
+    default."""
+    from _accelerator import plan
+
+    backend, exclusive = plan.WORKERS[worker]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    env.update(
+        JAX_COMPILATION_CACHE_DIR=os.path.abspath(os.path.join(args.workdir, "jax")),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
+        TORCHINDUCTOR_CACHE_DIR=os.path.abspath(os.path.join(args.workdir, "inductor")),
     )
     if backend:
         env["KERAS_BACKEND"] = backend
-    command = [
-        sys.executable,
-        os.path.abspath(__file__),
-        "--worker",
-        name,
-        "--out",
+    if exclusive:
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.95"
+    else:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return env
+
+
+def check(args):
+    """Runs the selected rows through the schedule; writes the report."""
+    from _accelerator import pool as pool_module
+    from _accelerator import report
+    from _accelerator import schedule
+
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.workdir, exist_ok=True)
+    rows = selected_rows(args)
+    expected = schedule.ExpectedSeconds.load(
+        args.expected or schedule.EXPECTED_PATH, "quick" if args.quick else "full"
+    )
+    results_path = os.path.join(args.out, "results.jsonl")
+    open(results_path, "w").close()
+    script = os.path.abspath(__file__)
+    pool = pool_module.Pool(
+        lambda worker: pool_module.worker_command(script, args, worker),
         args.out,
-        "--deadline",
-        str(deadline),
-    ]
-    if args.quick:
-        command.append("--quick")
-    log = os.path.join(args.out, f"{name}.log")
-    print(f"== {name} ({deadline - time.time():.0f} s)", flush=True)
-    with open(log, "w") as output:
-        try:
-            code = subprocess.run(
-                command,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                timeout=max(1, deadline - time.time() + GRACE_S),
-            ).returncode
-        except subprocess.TimeoutExpired:
-            code = "timed out"
-    if code != 0:
-        row = dict(
-            section="worker", item=name, worker=name, error=f"exit {code}; see {log}"
-        )
-        with open(results_path, "a") as file:
-            file.write(json.dumps(row) + "\n")
+        lambda worker: worker_environment(args, worker),
+    )
+    collected = []
+
+    def record(row, fields):
+        result = {**dict(section=row.section, item=row.item, worker=row.worker)}
+        result.update(fields, key=row.key)
+        if "key" not in fields:  # the schedule's own row, not a worker's
+            with open(results_path, "a") as file:
+                file.write(json.dumps(result) + "\n")
+        collected.append(result)
+        print(f"{row.key:<62} {report.outcome(result)}", flush=True)
+
+    start = time.time()
+    total = sum(expected.row(row) for row in rows if not row.skip)
+    print(
+        f"== {len(rows)} rows, about {total:.0f} s of work, {args.budget_s:.0f} s budget"
+    )
+    try:
+        schedule.run(rows, expected, start + args.budget_s, pool, record, time.time)
+    except KeyboardInterrupt:
+        print(f"interrupted after {len(collected)} of {len(rows)} rows; writing those")
+    finally:
+        pool.stop_all()
+    expected.save(os.path.join(args.out, "expected_seconds.json"))
+    return finish(args.out, host_info(), collected, time.time() - start)
+
+
+def finish(out, host, rows, seconds):
+    from _accelerator import report
+
+    text, failed = report.write(out, host, rows)
+    print(text)
+    outcome = f"{len(failed)} failed: {failed}" if failed else "every check passed"
+    print(f"{len(rows)} results in {seconds:.0f} s; {outcome}")
+    return 1 if failed else 0
+
+
+def merge_runs(args):
+    from _accelerator import report
+
+    documents = []
+    for path in args.merge:
+        with open(path) as file:
+            documents.append(json.load(file))
+    host, rows = report.merge(documents)
+    os.makedirs(args.out, exist_ok=True)
+    return finish(args.out, host, rows, 0)
+
+
+def dry_run(args):
+    """The schedule on a clock that each row moves by its expected seconds."""
+    from _accelerator import schedule
+
+    rows = selected_rows(args)
+    expected = schedule.ExpectedSeconds.load(
+        args.expected or schedule.EXPECTED_PATH, "quick" if args.quick else "full"
+    )
+    pool = schedule.RehearsalPool(expected)
+
+    def record(row, fields):
+        outcome = fields.get("skipped") or f"runs, about {pool.last_s:.0f} s"
+        print(f"{pool.clock():7.0f} s  {row.key:<62} {outcome}")
+
+    schedule.run(rows, expected, args.budget_s, pool, record, pool.clock)
+    print(f"ends at about {pool.clock():.0f} s of a {args.budget_s:.0f} s budget")
+    return 0
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
-        return run_worker(args)
-    from _accelerator import report
+        from _accelerator import worker
 
-    os.makedirs(os.path.join(args.out, "reference"), exist_ok=True)
-    results_path = os.path.join(args.out, "results.jsonl")
-    open(results_path, "w").close()
-    start, share = time.time(), 0.0
-    selected = args.jobs.split(",")
-    total_share = sum(job[3] for job in JOBS if job[0] in selected)
-    for job in JOBS:
-        if job[0] in selected:
-            share += job[3] / total_share
-            run_job(args, job, start + share * args.budget_s, results_path)
-    with open(results_path) as file:
-        rows = [json.loads(line) for line in file if line.strip()]
-    text, failed = report.write(args.out, host_info(), rows)
-    print(text)
-    print(
-        f"{len(rows)} results in {time.time() - start:.0f} s; {len(failed)} failed: {failed}"
-        if failed
-        else f"{len(rows)} results in {time.time() - start:.0f} s; every check passed"
-    )
-    return 1 if failed else 0
+        results_path = os.path.join(args.out, "results.jsonl")
+        return worker.serve(args.worker, args.quick, args.workdir, results_path)
+    if args.merge:
+        return merge_runs(args)
+    if args.dry_run:
+        return dry_run(args)
+    return check(args)
 
 
 if __name__ == "__main__":

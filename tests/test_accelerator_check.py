@@ -5,6 +5,7 @@ accumulation, ratios) is right."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,7 +17,10 @@ PROGRAM = os.path.join(ROOT, "benchmarks", "accelerator.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from _accelerator import memory  # noqa: E402
+from _accelerator import plan  # noqa: E402
+from _accelerator import pool  # noqa: E402
 from _accelerator import report  # noqa: E402
+from _accelerator import schedule  # noqa: E402
 
 # The check runs both Keras backends in subprocesses of its own, whatever
 # KERAS_BACKEND is: CI runs it in one lane.
@@ -26,8 +30,9 @@ pytestmark = pytest.mark.backend_independent
 @pytest.mark.slow
 def test_quick_run_passes_its_checks_on_jax_and_torch(tmp_path):
     out = tmp_path / "out"
+    work = tmp_path / "work"
     result = subprocess.run(
-        [sys.executable, PROGRAM, "--quick", "--out", str(out)],
+        [sys.executable, PROGRAM, "--quick", "--out", str(out), "--workdir", str(work)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -55,6 +60,14 @@ def test_quick_run_passes_its_checks_on_jax_and_torch(tmp_path):
         assert [(r["value"], r["micro_batch"]) for r in paper] == [(4, 2)], rows
     assert (out / "accelerator.txt").read_text().startswith("section")
     assert not list(out.glob("*.partial"))
+    # Every row of the plan has a result, in the plan's order, and the
+    # expected seconds come back refreshed with what ran.
+    keys = [row.key for row in plan.build(quick=True)]
+    assert [report.row_key(r) for r in rows] == keys
+    refreshed = json.loads((out / "expected_seconds.json").read_text())["quick"]
+    ran = [r for r in rows if "seconds" in r and "key" in r]
+    assert {report.row_key(r) for r in ran} <= set(refreshed["rows"])
+    assert set(refreshed["start"]) == set(plan.WORKERS)
 
 
 def test_help_is_fast_and_bad_flags_are_refused():
@@ -120,3 +133,217 @@ def test_table_gives_mfu_and_ratios_against_the_same_peer_row():
     assert "1.50x timm-eager" in text and "0.25x bert-eager" in text
     assert "x  FAIL" not in text and "FAIL" in text
     assert report.speed_ratios(rows)[0].endswith("1.50x timm-eager")
+
+
+def expected_table(rows=None, start=None, guesses=None):
+    table = {
+        "full": {"rows": rows or {}, "start": start or {}, "guesses": guesses or {}}
+    }
+    return schedule.ExpectedSeconds(table, "full")
+
+
+def rehearse(rows, expected, budget_s, seconds=None, start_s=None):
+    """The schedule on a fake clock: (key, outcome) per row, and the pool."""
+    fake = schedule.RehearsalPool(expected, seconds, start_s)
+    outcomes = []
+
+    def record(row, fields):
+        outcomes.append(
+            (row.key, fields.get("skipped") or fields.get("error") or "ran")
+        )
+
+    schedule.run(rows, expected, budget_s, fake, record, fake.clock)
+    return outcomes, fake
+
+
+def test_the_schedule_runs_the_decisive_rows_and_says_why_it_skips_the_rest():
+    rows = plan.build(quick=False)
+    assert [row.tier for row in rows] == sorted(row.tier for row in rows)
+    # Every worker starts in 10 s and every row takes 5 s, but timm's compiled
+    # gMLP-S training, which takes 100 s (40 s expected), and PyTorch's
+    # mixed step, which hangs: a 400 s deadline.
+    compiled = "peers gmlp_s16 train bfloat16 timm-compile"
+    hangs = "keras-torch mixed_bfloat16 training step"
+    too_long = "peers bert_base train bfloat16 bert-compile"
+    expected = expected_table(
+        rows={r.key: 5.0 for r in rows} | {compiled: 40.0, too_long: 150.0},
+        start=dict.fromkeys(plan.WORKERS, 10.0),
+    )
+    outcomes, fake = rehearse(
+        rows,
+        expected,
+        400.0,
+        seconds={compiled: 100.0, hangs: 10_000.0},
+        start_s=dict.fromkeys(plan.WORKERS, 10.0),
+    )
+    by_key = dict(outcomes)
+    # Every other correctness row runs; the hung one is stopped after its
+    # time-out (4x its expected seconds, at least 120 s) and says so.
+    assert all(by_key[r.key] == "ran" for r in rows if r.tier == 1 and r.key != hangs)
+    assert by_key[hangs] == "no result in 120 s"
+    # The long row runs while it is expected to fit, and the time it took
+    # is what the next run expects.
+    assert by_key[compiled] == "ran"
+    assert expected.rows[compiled] == 100.0
+    skipped = [(key, outcome) for key, outcome in outcomes if outcome != "ran"][1:]
+    assert len(skipped) > 10, outcomes
+    for key, outcome in skipped:
+        # "time budget: expected 15 s, 3 s left" (a worker's start added).
+        needs, left = re.findall(r"expected (\d+) s, (\d+) s left", outcome)[0]
+        assert float(needs) > float(left), (key, outcome)
+    # The deadline holds: nothing started that was expected to end past it.
+    assert fake.clock() <= 400.0
+    # A row skipped for time is followed by shorter ones that still fit.
+    # Before BERT's compiled row: 3 starts (30 s), 15 correctness rows (75 s)
+    # and the hung one (120 s); gMLP-S training's 5 rows (timm's 100 s and
+    # PyTorch's worker started again, 10 s: 130 s), Mixer-B's (25 s) and
+    # BERT eager (5 s): 385 s, 15 s left.
+    assert skipped[0] == (too_long, "time budget: expected 150 s, 15 s left")
+    after = [key for key, _ in outcomes].index(too_long) + 1
+    assert by_key[[key for key, _ in outcomes][after]] == "ran"
+
+
+def test_unmeasured_rows_are_expected_from_the_guesses_then_the_default():
+    rows = {r.key: r for r in plan.build(quick=False)}
+    expected = expected_table(guesses={"timm-compile": 70.0, "peers": 3.0})
+    assert expected.row(rows["peers gmlp_s16 train bfloat16 timm-compile"]) == 70.0
+    assert expected.row(rows["peers gmlp_s16 train bfloat16 timm-eager"]) == 3.0
+    assert (
+        expected.row(rows["keras-jax mixed_bfloat16 training step"])
+        == schedule.DEFAULT_ROW_S
+    )
+    assert expected.start("keras-jax") == schedule.DEFAULT_START_S
+    # The shipped table has a figure for every row of the full plan.
+    shipped = schedule.ExpectedSeconds.load(schedule.EXPECTED_PATH, "full")
+    assert all(shipped.row(row) > 0 for row in rows.values())
+
+
+def test_a_hung_row_is_stopped_and_recorded_and_its_worker_starts_again(tmp_path):
+    # A worker that answers its first row and hangs on the second.
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import json, sys, time\n"
+        "for n, line in enumerate(sys.stdin):\n"
+        "    if n == 1: time.sleep(60)\n"
+        "    row = dict(key=line.strip(), value=1.0, seconds=0.0)\n"
+        f"    open({str(tmp_path / 'results.jsonl')!r}, 'a').write(json.dumps(row) + '\\n')\n"
+    )
+    (tmp_path / "results.jsonl").write_text("")
+    workers = pool.Pool(
+        lambda worker: [sys.executable, str(script)],
+        str(tmp_path),
+        lambda worker: None,
+        grace_s=1.0,
+    )
+    rows = [r for r in plan.build(quick=True) if r.worker == "keras-jax"][:3]
+    try:
+        first, _, start_s = workers.run(rows[0], timeout_s=30)
+        assert first["value"] == 1.0 and start_s is not None
+        begin = time.time()
+        hung, seconds, _ = workers.run(rows[1], timeout_s=1.5)
+        assert "no result in 2 s" in hung["error"] and time.time() - begin < 10
+        assert not workers.is_running("keras-jax")
+        third, _, start_s = workers.run(rows[2], timeout_s=30)
+        assert third["value"] == 1.0 and start_s is not None
+    finally:
+        workers.stop_all()
+
+
+def test_a_memory_worker_runs_alone():
+    expected = expected_table()
+    fake = schedule.RehearsalPool(expected)
+    rows = {r.key: r for r in plan.build(quick=True)}
+    fake.run(rows["keras-jax cached = full-forward greedy"], 100)
+    fake.run(rows["peers matmul float32"], 100)
+    assert fake.running == {"keras-jax", "peers"}
+    fake.run(rows["memory-jax gmlp_base batch 1 peak memory"], 100)
+    assert fake.running == {"memory-jax"}
+
+
+def document(gpu, *rows):
+    return dict(host=dict(gpu=gpu), failed=[], results=list(rows))
+
+
+def test_merge_gives_ratios_from_the_rows_of_two_calls(tmp_path):
+    first = document(
+        "H200",
+        dict(section="peak", item="matmul bfloat16", worker="peers", value=800.0),
+        speed_row("images", "gmlp_s16", "bfloat16", "timm-compile", 4000.0, 100.0),
+        dict(
+            speed_row("images", "gmlp_s16", "bfloat16", "keras-jax", 0, 0),
+            skipped="time budget",
+        ),
+    )
+    second = document(
+        "H200",
+        speed_row("images", "gmlp_s16", "bfloat16", "keras-jax", 3000.0, 75.0),
+        dict(
+            speed_row("images", "gmlp_s16", "bfloat16", "timm-compile", 0, 0),
+            skipped="time budget",
+        ),
+    )
+    paths = []
+    for name, content in (("a.json", first), ("b.json", second)):
+        (tmp_path / name).write_text(json.dumps(content))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "merged"
+    result = subprocess.run(
+        [sys.executable, PROGRAM, "--merge", *paths, "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0.75x timm-compile" in result.stdout  # 3000 / 4000
+    merged = json.loads((out / "accelerator.json").read_text())
+    values = {report.row_key(r): r.get("value") for r in merged["results"]}
+    assert values["peers gmlp_s16 train bfloat16 timm-compile"] == 4000.0
+    assert values["keras-jax gmlp_s16 train bfloat16 keras-jax"] == 3000.0
+    assert merged["host"]["merged_from"] == 2 and "warning" not in merged["host"]
+    host, _ = report.merge([first, document("H100", *second["results"])])
+    assert "different devices" in host["warning"]
+
+
+def test_a_second_call_runs_what_the_first_did_not_measure(tmp_path):
+    rows = plan.build(quick=True)
+    measured = {
+        "keras-jax mixed_bfloat16 training step",
+        "memory-jax gmlp_base batch 1 peak memory",
+    }
+    earlier = document(
+        "H200",
+        *[
+            dict(section=r.section, item=r.item, worker=r.worker)
+            | ({"value": 1.0} if r.key in measured else {"skipped": "time budget"})
+            for r in rows
+        ],
+    )
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(earlier))
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import accelerator
+
+    args = accelerator.parse_args(["--quick", "--missing-from", str(path)])
+    keys = [row.key for row in accelerator.selected_rows(args)]
+    assert "keras-jax mixed_bfloat16 training step" not in keys
+    # The memory probe reruns: the largest batch needs it in the same process.
+    assert "memory-jax gmlp_base batch 1 peak memory" in keys
+    assert len(keys) == len(rows) - 1
+    args = accelerator.parse_args(["--quick", "--rows", "^keras-torch .*greedy"])
+    assert [row.key for row in accelerator.selected_rows(args)] == [
+        "keras-torch cached = full-forward greedy"
+    ]
+
+
+def test_dry_run_prints_the_schedule_without_keras():
+    result = subprocess.run(
+        [sys.executable, PROGRAM, "--dry-run", "--budget-s", "60"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "peers matmul bfloat16" in result.stdout
+        and "time budget: expected" in result.stdout
+    )
+    assert "ends at about" in result.stdout.splitlines()[-1]

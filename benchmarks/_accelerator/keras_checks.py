@@ -22,35 +22,6 @@ HIGHEST_TOLERANCE = 1e-5
 DEFAULT_TOLERANCE = 1e-2
 
 
-def run(results, quick, workdir):
-    size = sizes_module.sizes(quick)
-    references = [
-        (name, os.path.join(workdir, f"timm_{name}"))
-        for name in size["image_models"]
-        if os.path.exists(os.path.join(workdir, f"timm_{name}.npz"))
-    ]
-    if not references:
-        results.add(
-            "parity", "timm", skipped="no timm reference: the shipped fixture instead"
-        )
-        references = [("gmlp_tiny_fixture", SHIPPED_FIXTURE)]
-    for name, prefix in references:
-        for highest in (True, False):
-            label = "float32 TF32 off" if highest else "float32 default"
-            results.attempt(
-                "parity",
-                f"{name} {label}",
-                lambda n=name, p=prefix, h=highest: timm_parity(n, p, h, quick),
-                needs_s=20,
-            )
-    results.attempt(
-        "generation", "cached = full-forward greedy", lambda: greedy_equal(size)
-    )
-    results.attempt(
-        "mixed", "mixed_bfloat16 training step", lambda: mixed_step(size, quick)
-    )
-
-
 def image_model(name, quick):
     """The builder's model shaped as throughput.py's row `name`."""
     size = sizes_module.sizes(quick)["image_size"]
@@ -74,25 +45,40 @@ def fixture_model(prefix):
     )
 
 
-def timm_parity(name, prefix, highest, quick):
+def reference_prefix(context, name):
+    """timm's weights and logits for `name` from the peers' worker, or the
+    shipped gMLP fixture where timm did not run (no timm, or `--jobs`
+    without peers); None for a model the fixture does not stand for."""
+    prefix = os.path.join(context.workdir, f"timm_{name}")
+    if os.path.exists(prefix + ".npz"):
+        return prefix, name
+    if name.startswith("gmlp"):
+        return SHIPPED_FIXTURE, "gmlp_tiny_fixture"
+    return None, None
+
+
+def timm_parity(context, name, highest):
     """Our logits with timm's weights against timm's float64 logits (the
     shipped fixture holds timm's float32 ones)."""
     from safetensors.numpy import load_file
 
     from keras_gmlp.applications import load_timm_weights
 
+    prefix, reference_name = reference_prefix(context, name)
+    if prefix is None:
+        return dict(skipped=f"no timm reference for {name} (peers did not run)")
     golden = np.load(prefix + ".npz")
     reference = golden["float64"] if "float64" in golden else golden["logits"]
     with float32_precision(highest):
-        model = (
-            fixture_model(prefix)
-            if name.endswith("fixture")
-            else image_model(name, quick)
-        )
+        if prefix == SHIPPED_FIXTURE:
+            model = fixture_model(prefix)
+        else:
+            model = image_model(name, context.quick)
         load_timm_weights(model, load_file(prefix + ".safetensors"))
-        logits = keras.ops.convert_to_numpy(model(golden["images"]))
+        model.compile(jit_compile=keras.backend.backend() == "jax")
+        logits = keras.ops.convert_to_numpy(model.predict_on_batch(golden["images"]))
     error = relative_error(logits, reference)
-    row = dict(value=error, unit="relative error", model=name)
+    row = dict(value=error, unit="relative error", model=reference_name)
     if "float32_highest" in golden:
         timm_label = "float32_highest" if highest else "float32_default"
         row["timm_error"] = relative_error(golden[timm_label], reference)
@@ -134,10 +120,12 @@ def prompts(generation, batch):
     return {"token_ids": token_ids, "padding_mask": padding_mask}
 
 
-def greedy_equal(size):
+def greedy_equal(context):
     """`generate` (the decoding cache) against greedy decoding that runs the
-    whole causal forward pass for every new token, in full float32."""
-    generation = size["generation"]
+    whole causal forward pass for every new token, in full float32, at the
+    check's small size: one compiled forward pass serves every position
+    (only the mask changes), so it compiles in seconds."""
+    generation = context.size["greedy_check"]
     with float32_precision(True):
         model = causal_lm(generation)
         inputs = prompts(generation, batch=2)
@@ -148,7 +136,9 @@ def greedy_equal(size):
         total = expected.shape[1]
         for position in range(generation["prompt_length"], total):
             mask = np.repeat(np.arange(total)[None] < position, len(expected), 0)
-            logits = model({"token_ids": expected, "padding_mask": mask})
+            logits = model.predict_on_batch(
+                {"token_ids": expected, "padding_mask": mask}
+            )
             logits = keras.ops.convert_to_numpy(logits)
             expected[:, position] = logits[:, position - 1].argmax(-1)
     differing = int((cached != expected).sum())
@@ -165,38 +155,20 @@ def find_spatial_gating_unit(model):
     raise ValueError(f"{model.name} has no gMLP block")
 
 
-def mixed_step(size, quick):
-    """One mixed_bfloat16 training step of gMLP-S/16 at a small batch: the
-    loss is finite, the variables float32, and the SGU's norm computes in
+def mixed_step(context):
+    """One mixed_bfloat16 training step of gMLP-S/16 (the model and batch of
+    its bfloat16 speed row, which then reuses what this compiled): the loss
+    is finite, the variables float32, and the SGU's norm computes in
     float32: on gates near 256 (bfloat16's spacing there is 2) a bfloat16
     mean and variance would lose the gates' spread entirely."""
-    keras.config.set_dtype_policy("mixed_bfloat16")
-    try:
-        model = image_model("gmlp_s16", quick)
-        model.compile(
-            optimizer=keras.optimizers.AdamW(1e-4),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        )
-        batch, image = 4, size["image_size"]
-        rng = np.random.default_rng(0)
-        x = rng.uniform(0, 255, (batch, image, image, 3)).astype("float32")
-        loss = float(model.train_on_batch(x, rng.integers(0, 1000, (batch,))))
-        norm = find_spatial_gating_unit(model).norm
-        gates = (256 + rng.normal(size=(2, 8, norm.gamma.shape[0]))).astype("float32")
-        gates = keras.ops.convert_to_numpy(
-            keras.ops.cast(keras.ops.cast(gates, "bfloat16"), "float32")
-        )
-        normed = norm(keras.ops.cast(gates, "bfloat16"))
-        centred = gates - gates.mean(-1, keepdims=True)
-        expected = centred / np.sqrt(centred.var(-1, keepdims=True) + norm.epsilon)
-        expected = expected * keras.ops.convert_to_numpy(
-            norm.gamma
-        ) + keras.ops.convert_to_numpy(norm.beta)
-        norm_error = relative_error(
-            keras.ops.convert_to_numpy(keras.ops.cast(normed, "float32")), expected
-        )
-    finally:
-        keras.config.set_dtype_policy("float32")
+    from _accelerator import keras_speed
+
+    model, step = keras_speed.image_runner(
+        context, "gmlp_s16", "train", "bfloat16", None
+    )
+    loss = float(step())
+    norm = find_spatial_gating_unit(model).norm
+    norm_error = sgu_norm_error(norm)
     float32_variables = all(v.dtype == "float32" for v in model.trainable_variables)
     passed = bool(np.isfinite(loss)) and float32_variables and norm_error < 1e-2
     return dict(
@@ -206,4 +178,22 @@ def mixed_step(size, quick):
         float32_variables=float32_variables,
         compute_dtype=norm.compute_dtype,
         sgu_norm_error=norm_error,
+    )
+
+
+def sgu_norm_error(norm):
+    """The relative error of `norm` on bfloat16 gates near 256 against the
+    float64 LayerNormalization of the same (bfloat16-rounded) values."""
+    rng = np.random.default_rng(0)
+    gates = (256 + rng.normal(size=(2, 8, norm.gamma.shape[0]))).astype("float32")
+    gates = keras.ops.convert_to_numpy(
+        keras.ops.cast(keras.ops.cast(gates, "bfloat16"), "float32")
+    )
+    normed = norm(keras.ops.cast(gates, "bfloat16"))
+    centred = gates - gates.mean(-1, keepdims=True)
+    expected = centred / np.sqrt(centred.var(-1, keepdims=True) + norm.epsilon)
+    gamma = keras.ops.convert_to_numpy(norm.gamma)
+    expected = expected * gamma + keras.ops.convert_to_numpy(norm.beta)
+    return relative_error(
+        keras.ops.convert_to_numpy(keras.ops.cast(normed, "float32")), expected
     )

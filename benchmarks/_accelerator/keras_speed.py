@@ -1,12 +1,10 @@
 """Fast on the card: keras-gmlp's images/s, masked-LM tokens/s and cached
-generation tokens/s on one Keras backend, at the default precision.
+generation tokens/s on one Keras backend.
 
 XLA compiles on JAX; PyTorch runs eagerly, and with `jit_compile=True`
-(torch.compile) for the masked LM. The batches are put on the card once,
+(torch.compile) in the `keras-torch-compile` rows. The batches are put on the card once,
 as timm's and BERT's are, so no step pays a host-to-device copy.
 """
-
-import functools
 
 import keras
 import numpy as np
@@ -20,41 +18,6 @@ from _accelerator.record import median_seconds
 PRECISIONS = {"bfloat16": "mixed_bfloat16", "float32": "float32"}
 
 
-def run(results, quick, workdir):
-    """bfloat16 first (images, masked LMs, generation), then float32 (the
-    gMLP masked LM only), then the masked LM under torch.compile."""
-    size = sizes_module.sizes(quick)
-    worker = results.worker
-    for precision in size["speed_precisions"]:
-        for mode in ("train", "infer"):
-            image_runs(results, size, quick, mode, precision)
-        models = size["speed_text_models"]
-        for name in models if precision == "bfloat16" else models[:1]:
-            measure = functools.partial(mlm_speed, name, size, quick, precision)
-            results.attempt("mlm", f"{name} train {precision} {worker}", measure, 60)
-        for batch in size["generation"]["batches"] if precision == "bfloat16" else ():
-            measure = functools.partial(generation_speed, size, batch)
-            results.attempt("generation", f"tokens/s batch {batch} {worker}", measure)
-    if keras.backend.backend() != "torch":
-        return
-    item = f"gmlp_base train bfloat16 {worker}-compile"
-    if quick:
-        results.add("mlm", item, skipped=peers.QUICK_COMPILE)
-        return
-    measure = functools.partial(mlm_speed, "gmlp_base", size, quick, "bfloat16", True)
-    results.attempt("mlm", item, measure, 90)
-
-
-def image_runs(results, size, quick, mode, precision):
-    for name in size["speed_image_models"]:
-        results.attempt(
-            "images",
-            f"{name} {mode} {precision} {results.worker}",
-            lambda n=name: image_speed(n, size, quick, mode, precision),
-            30,
-        )
-
-
 def runner():
     return f"keras-{keras.backend.backend()}"
 
@@ -64,32 +27,49 @@ def default_jit_compile():
     return keras.backend.backend() != "torch"
 
 
-def image_speed(name, size, quick, mode, precision):
+def image_runner(context, name, mode, precision, jit_compile):
+    """(model, step) of one image model, mode and precision, built and
+    compiled once a worker: the mixed_bfloat16 check and the speed row
+    share it. `step()` trains on (or predicts) one batch on the card."""
+    key = ("images", name, mode, precision, jit_compile)
+    cache = context.state.setdefault("runners", {})
+    if key in cache:
+        return cache[key]
+    size = context.size
+    jit = default_jit_compile() if jit_compile is None else jit_compile
     keras.config.set_dtype_policy(PRECISIONS[precision])
     try:
         keras.utils.set_random_seed(0)
-        model = keras_checks.image_model(name, quick)
-        batch, image = size["image_batch"], size["image_size"]
-        rng = np.random.default_rng(0)
-        x = keras.ops.convert_to_tensor(
-            rng.uniform(0, 255, (batch, image, image, 3)).astype("float32")
-        )
-        y = keras.ops.convert_to_tensor(rng.integers(0, 1000, (batch,)))
-        if mode == "infer":
-            model.compile(jit_compile=default_jit_compile())
-            step = lambda: model.predict_on_batch(x)  # noqa: E731
-        else:
-            model.compile(
-                optimizer=keras.optimizers.AdamW(1e-4),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                jit_compile=default_jit_compile(),
-            )
-            step = lambda: model.train_on_batch(x, y)  # noqa: E731
-        seconds = median_seconds(step, size["warmup"], size["repeats"], synchronize)
+        model = keras_checks.image_model(name, context.quick)
     finally:
         keras.config.set_dtype_policy("float32")
-    row = peers.image_row(name, mode, precision, size, seconds, quick)
-    return dict(row, runner=runner())
+    batch, image = size["image_batch"], size["image_size"]
+    rng = np.random.default_rng(0)
+    x = keras.ops.convert_to_tensor(
+        rng.uniform(0, 255, (batch, image, image, 3)).astype("float32")
+    )
+    y = keras.ops.convert_to_tensor(rng.integers(0, 1000, (batch,)))
+    if mode == "infer":
+        model.compile(jit_compile=jit)
+        step = lambda: model.predict_on_batch(x)  # noqa: E731
+    else:
+        model.compile(
+            optimizer=keras.optimizers.AdamW(1e-4),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=jit,
+        )
+        step = lambda: model.train_on_batch(x, y)  # noqa: E731
+    cache[key] = model, step
+    return model, step
+
+
+def image_speed(context, name, mode, precision, compiled):
+    """keras-gmlp's images/s at the card's batch."""
+    size = context.size
+    _, step = image_runner(context, name, mode, precision, compiled)
+    seconds = median_seconds(step, size["warmup"], size["repeats"], synchronize)
+    row = peers.image_row(name, mode, precision, size, seconds, context.quick)
+    return dict(row, runner=runner() + ("-compile" if compiled else ""))
 
 
 def masked_lm(
@@ -142,20 +122,21 @@ def mlm_batch(size, batch):
     return {k: convert(v) for k, v in x.items()}, convert(y)
 
 
-def mlm_speed(name, size, quick, precision, jit_compile=None):
-    model = masked_lm(
-        name, quick, size["text_length"], precision, jit_compile=jit_compile
-    )
+def mlm_speed(context, name, mode, precision, compiled):
+    """The masked LM's training (`mode`) tokens/s at 512 tokens, batch 32."""
+    size, quick = context.size, context.quick
+    model = masked_lm(name, quick, size["text_length"], precision, jit_compile=compiled)
     x, y = mlm_batch(size, size["text_batch"])
     seconds = median_seconds(
         lambda: model.train_on_batch(x, y), size["warmup"], size["repeats"], synchronize
     )
     row = peers.text_row(name, precision, size, seconds, quick)
-    return dict(row, runner=runner() + ("-compile" if jit_compile else ""))
+    return dict(row, runner=runner() + ("-compile" if compiled else ""))
 
 
-def generation_speed(size, batch):
+def generation_speed(context, batch):
     """Greedy generation with the decoding cache: new tokens per second."""
+    size = context.size
     generation = size["generation"]
     model = keras_checks.causal_lm(generation)
     inputs = keras_checks.prompts(generation, batch)

@@ -12,7 +12,6 @@ in a fresh process of its own. Where the paper's 256 does not fit, Keras'
 import keras
 
 from _accelerator import keras_speed
-from _accelerator import sizes as sizes_module
 from _accelerator.keras_precision import synchronize
 from _accelerator.record import median_seconds
 
@@ -64,40 +63,17 @@ def train_steps(size, quick, batch, steps=2, accumulation_steps=None):
     return median_seconds(lambda: model.train_on_batch(x, y), 1, steps, synchronize)
 
 
-def run(results, quick, workdir):
-    size = sizes_module.sizes(quick)
-    probes = {}
-    for batch in size["memory_probe_batches"]:
-        row = results.attempt(
-            "memory",
-            f"{MODEL} batch {batch} peak memory",
-            lambda b=batch: probe(size, quick, b),
-            60,
-        )
-        probes[batch] = row.get("peak_bytes")
-    fit = results.attempt(
-        "memory",
-        f"{MODEL} largest batch",
-        lambda: largest_batch(size, quick, probes),
-        90,
-    )
-    largest = fit.get("value") or max(size["memory_probe_batches"])
-    results.attempt(
-        "memory",
-        f"{MODEL} paper batch {size['paper_batch']}",
-        lambda: paper_batch(size, quick, largest),
-        90,
-    )
-
-
-def probe(size, quick, batch):
-    seconds = train_steps(size, quick, batch)
+def probe(context, batch):
+    """Tokens/s and peak memory at `batch`; the peak is kept for the line."""
+    size = context.size
+    seconds = train_steps(size, context.quick, batch)
     stats = memory_stats()
     row = dict(
         value=round(batch * size["text_length"] / seconds), unit="tokens/s", batch=batch
     )
     if stats:
         row.update(peak_bytes=stats[0], peak_memory_gb=round(stats[0] / 2**30, 2))
+    context.state.setdefault("probes", {})[batch] = row.get("peak_bytes")
     return row
 
 
@@ -120,10 +96,14 @@ def accumulation(total, largest):
     return steps, total // steps
 
 
-def largest_batch(size, quick, probes):
+def largest_batch(context):
+    """The largest batch the memory line predicts, tried (3/4 of it if that
+    fails); kept for the paper's batch."""
+    size, quick = context.size, context.quick
+    probes = context.state.get("probes", {})
     stats = memory_stats()
-    if stats is None or None in probes.values():
-        return dict(skipped="no device memory statistics (CPU)")
+    if stats is None or len(probes) < 2 or None in probes.values():
+        return dict(skipped="no device memory statistics (CPU) or probes")
     predicted, per_sequence = predicted_largest(probes, stats[1])
     for batch in (predicted, predicted * 3 // 4 // 8 * 8):
         try:
@@ -131,6 +111,7 @@ def largest_batch(size, quick, probes):
         except Exception as error:  # noqa: BLE001 - out of memory: the next size
             print(f"batch {batch}: {type(error).__name__}", flush=True)
             continue
+        context.state["largest"] = batch
         return dict(
             value=batch,
             unit="sequences",
@@ -141,9 +122,12 @@ def largest_batch(size, quick, probes):
     return dict(error=f"neither {predicted} nor 3/4 of it fit", predicted=predicted)
 
 
-def paper_batch(size, quick, largest):
+def paper_batch(context):
     """The paper's batch at once where it fits, else through gradient
-    accumulation over micro-batches no larger than the largest that fit."""
+    accumulation over micro-batches no larger than the largest that fit
+    (the largest probe where no search ran)."""
+    size, quick = context.size, context.quick
+    largest = context.state.get("largest", max(size["memory_probe_batches"]))
     steps, micro = accumulation(size["paper_batch"], largest)
     seconds = train_steps(
         size,

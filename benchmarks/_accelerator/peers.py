@@ -5,7 +5,7 @@ Keras workers' parity reference) and transformers' `BertForMaskedLM`.
 Each figure is a median of device-timed steps (CUDA events) after warm-up.
 """
 
-import functools
+import importlib.util
 import os
 
 import throughput
@@ -14,45 +14,19 @@ from _accelerator import sizes as sizes_module
 from _accelerator import torch_timing
 from _accelerator.record import relative_error
 
-MATMUL_DTYPES = ("bfloat16", "float32")
-# torch.compile takes minutes on a CPU; the GPU run compiles.
-QUICK_COMPILE = "torch.compile is left to the GPU run"
+
+def missing(package):
+    """A skipped row's fields when `package` is not importable, else None."""
+    if importlib.util.find_spec(package) is None:
+        return dict(skipped=f"{package} is not importable")
+    return None
 
 
-def run(results, quick, workdir):
+def matmul_peak(context, dtype):
+    """TFLOP/s of an n x n x n product on random data (TF32 off)."""
     import torch
 
-    torch.manual_seed(0)
-    size = sizes_module.sizes(quick)
-    for dtype in MATMUL_DTYPES:
-        results.attempt(
-            "peak", f"matmul {dtype}", lambda d=dtype: matmul_peak(torch, d, size)
-        )
-    if importable("timm"):
-        for name in size["image_models"]:
-            results.attempt(
-                "parity",
-                f"{name} timm reference",
-                lambda n=name: timm_reference(n, quick, workdir),
-            )
-        timm_speed(results, quick)
-    else:
-        results.add("images", "timm", skipped="timm is not importable")
-    if importable("transformers"):
-        bert_speed(results, quick)
-    else:
-        results.add("mlm", "BertForMaskedLM", skipped="transformers is not importable")
-
-
-def importable(name):
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
-
-
-def matmul_peak(torch, dtype, size):
-    """TFLOP/s of an n x n x n product on random data (TF32 off)."""
-    n = size["matmul_size"]
+    n = context.size["matmul_size"]
     device = torch_timing.device(torch)
     a = torch.randn(n, n, device=device, dtype=getattr(torch, dtype))
     b = torch.randn(n, n, device=device, dtype=getattr(torch, dtype))
@@ -99,16 +73,18 @@ def quick_timm_model(name, size):
     )
 
 
-def timm_reference(name, quick, workdir):
+def timm_reference(context, name):
     """Saves the weights, raw images and timm's logits (float64 on the CPU;
     float32 on the card with TF32 off, and at PyTorch's default) for the
     Keras workers; returns timm's own float32 errors."""
+    if missing("timm"):
+        return missing("timm")
     import numpy as np
     import torch
     from safetensors.torch import save_file
 
-    size = sizes_module.sizes(quick)
-    model = timm_model(torch, name, quick)
+    size, workdir = context.size, context.workdir
+    model = timm_model(torch, name, context.quick)
     shape = (size["parity_batch"], size["image_size"], size["image_size"], 3)
     images = np.random.default_rng(0).integers(0, 256, shape).astype("float32")
     normalized = (torch.from_numpy(images).permute(0, 3, 1, 2) / 255.0 - 0.5) / 0.5
@@ -144,37 +120,13 @@ def image_step(torch, model, batch, mode, precision, compiled):
     return throughput.torch_image_step(torch, model, x, y, mode, precision, compiled)
 
 
-IMAGE_RUNS = [  # (mode, precision, compiled), most wanted first
-    ("train", "bfloat16", False),
-    ("infer", "bfloat16", False),
-    ("train", "bfloat16", True),
-    ("infer", "bfloat16", True),
-    ("train", "float32", False),
-    ("infer", "float32", False),
-]
-
-
-def timm_speed(results, quick):
-    size = sizes_module.sizes(quick)
-    for mode, precision, compiled in IMAGE_RUNS:
-        if precision not in size["speed_precisions"]:
-            continue
-        runner = "timm-compile" if compiled else "timm-eager"
-        for name in size["speed_image_models"]:
-            item = f"{name} {mode} {precision} {runner}"
-            if compiled and quick:
-                results.add("images", item, skipped=QUICK_COMPILE)
-                continue
-            measure = functools.partial(
-                timm_images, name, mode, precision, compiled, quick
-            )
-            results.attempt("images", item, measure, 30)
-
-
-def timm_images(name, mode, precision, compiled, quick):
+def timm_images(context, name, mode, precision, compiled):
+    """timm's images/s, eager or under torch.compile."""
+    if missing("timm"):
+        return missing("timm")
     import torch
 
-    size = sizes_module.sizes(quick)
+    size, quick = context.size, context.quick
     torch_timing.reset_peak_memory(torch)
     model = timm_model(torch, name, quick).to(torch_timing.device(torch))
     step = image_step(torch, model, size, mode, precision, compiled)
@@ -193,26 +145,13 @@ def image_row(name, mode, precision, size, seconds, quick, torch=None):
     return row
 
 
-BERT_RUNS = [("bfloat16", False), ("bfloat16", True), ("float32", False)]
-
-
-def bert_speed(results, quick):
-    for precision, compiled in BERT_RUNS:
-        if precision not in sizes_module.sizes(quick)["speed_precisions"]:
-            continue
-        runner = "bert-compile" if compiled else "bert-eager"
-        item = f"bert_base train {precision} {runner}"
-        if compiled and quick:
-            results.add("mlm", item, skipped=QUICK_COMPILE)
-            continue
-        measure = functools.partial(bert_tokens, precision, compiled, quick)
-        results.attempt("mlm", item, measure, 30)
-
-
-def bert_tokens(precision, compiled, quick):
+def bert_tokens(context, name, mode, precision, compiled):
+    """BertForMaskedLM base's training tokens/s, eager or compiled."""
+    if missing("transformers"):
+        return missing("transformers")
     import torch
 
-    size = sizes_module.sizes(quick)
+    size, quick = context.size, context.quick
     torch_timing.reset_peak_memory(torch)
     step = bert_step(torch, size, precision, compiled, quick)
     seconds = torch_timing.event_seconds(torch, step, size["warmup"], size["repeats"])
@@ -234,6 +173,7 @@ def bert_step(torch, size, precision, compiled, quick):
         intermediate_size=shape["mlp_dim"],
     )
     device = torch_timing.device(torch)
+    torch.manual_seed(0)
     model = BertForMaskedLM(config).to(device).train()
     batch, length = size["text_batch"], size["text_length"]
     ids = torch.randint(1000, config.vocab_size, (batch, length), device=device)

@@ -1,7 +1,7 @@
-"""What every worker shares: its results file, its time budget, timing.
+"""What every worker shares: its results file and timing.
 
-A worker appends one JSON line per result as soon as it has it, so a worker
-that runs out of time or crashes still leaves what it measured. Each result
+Each result is one JSON line, appended as soon as it is known, so that a
+worker that crashes or is stopped still leaves what it measured. A result
 names its `section`, `item`, `worker` and either a `value` (with `unit`), a
 `passed` check, or a `skipped`/`error` reason.
 """
@@ -9,39 +9,12 @@ names its `section`, `item`, `worker` and either a `value` (with `unit`), a
 import json
 import statistics
 import time
-import traceback
 
 
-class Results:
-    """Appends results of `worker` to the JSON-lines file `path`."""
-
-    def __init__(self, path, worker, deadline):
-        self.path, self.worker, self.deadline = path, worker, deadline
-
-    def seconds_left(self):
-        return self.deadline - time.time()
-
-    def add(self, section, item, **fields):
-        row = dict(section=section, item=item, worker=self.worker, **fields)
-        with open(self.path, "a") as file:
-            file.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
-        return row
-
-    def attempt(self, section, item, measure, needs_s=10):
-        """Runs `measure()` (a dict of fields) and records it; records why
-        not when fewer than `needs_s` seconds are left or it raised. One
-        failure never stops the worker: the next item runs."""
-        if self.seconds_left() < needs_s:
-            return self.add(section, item, skipped="time budget")
-        start = time.time()
-        try:
-            fields = measure()
-        except Exception as error:  # noqa: BLE001 - reported, the run goes on
-            traceback.print_exc()
-            message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-            return self.add(section, item, error=message)
-        return self.add(section, item, seconds=round(time.time() - start, 1), **fields)
+def append_row(path, row):
+    with open(path, "a") as file:
+        file.write(json.dumps(row) + "\n")
+    print(json.dumps(row), flush=True)
 
 
 def median_seconds(step, warmup, repeats, synchronize=None):

@@ -72,6 +72,32 @@ def table(rows):
     return "\n".join(lines + speed_ratios(rows))
 
 
+def row_key(row):
+    return f"{row['worker']} {row['item']}"
+
+
+def measured(row):
+    return "skipped" not in row and "error" not in row
+
+
+def merge(documents):
+    """One document from the rows of several runs on one card: for each row,
+    the last run's result, unless it did not measure one and an earlier
+    run did. The hosts are listed; `merged_from` names the runs."""
+    rows, hosts = {}, []
+    for document in documents:
+        hosts.append(document.get("host", {}))
+        for row in document["results"]:
+            key = row_key(row)
+            if key not in rows or measured(row) or not measured(rows[key]):
+                rows[key] = row
+    gpus = sorted({str(host.get("gpu")) for host in hosts})
+    host = dict(hosts[-1], merged_from=len(documents))
+    if len(gpus) > 1:
+        host["warning"] = f"rows from different devices: {gpus}"
+    return host, list(rows.values())
+
+
 def write(out_dir, host, rows):
     """accelerator.json and accelerator.txt in `out_dir`, each written
     under a temporary name and then renamed."""

@@ -35,6 +35,17 @@ FULL = dict(
         new_tokens=64,
         batches=(1, 32),
     ),
+    # Cached generation against full-forward greedy decoding: small, so
+    # that both compile in seconds (the full size took 66 s on JAX).
+    greedy_check=dict(
+        num_layers=2,
+        hidden_dim=64,
+        intermediate_dim=256,
+        attention_dim=32,
+        vocabulary_size=1000,
+        prompt_length=8,
+        new_tokens=8,
+    ),
     matmul_size=8192,
     warmup=3,
     repeats=10,
@@ -64,6 +75,15 @@ QUICK = dict(
         prompt_length=4,
         new_tokens=6,
         batches=(2,),
+    ),
+    greedy_check=dict(
+        FULL["greedy_check"],
+        hidden_dim=32,
+        intermediate_dim=64,
+        attention_dim=16,
+        vocabulary_size=100,
+        prompt_length=4,
+        new_tokens=6,
     ),
     matmul_size=256,
     warmup=1,

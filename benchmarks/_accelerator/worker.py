@@ -1,0 +1,54 @@
+"""One worker process: runs the rows the parent sends, keeping what it has
+built and compiled between them (see pool.py)."""
+
+import dataclasses
+import importlib
+import sys
+import time
+import traceback
+
+from _accelerator import plan
+from _accelerator import sizes as sizes_module
+from _accelerator.record import append_row
+
+
+@dataclasses.dataclass
+class Context:
+    """What every row function receives: the sizes, the folder shared by
+    the workers (timm's reference weights and logits) and this worker's
+    state (compiled models, the memory probes' peaks)."""
+
+    size: dict
+    quick: bool
+    workdir: str
+    state: dict = dataclasses.field(default_factory=dict)
+
+
+def run_row(context, row):
+    module_name, function_name = row.function.split(".")
+    module = importlib.import_module(f"_accelerator.{module_name}")
+    start = time.time()
+    try:
+        fields = getattr(module, function_name)(context, **row.kwargs())
+    except Exception as error:  # noqa: BLE001 - reported; the next row runs
+        traceback.print_exc()
+        message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        fields = dict(error=message)
+    return dict(fields, seconds=round(time.time() - start, 1))
+
+
+def serve(worker, quick, workdir, results_path):
+    """Runs each row key read from standard input until it closes."""
+    rows = {row.key: row for row in plan.build(quick, (worker,))}
+    # Imported before the first row, so that a row's seconds are its own
+    # and the parent counts the imports as the worker's start-up.
+    for module in sorted({row.function.split(".")[0] for row in rows.values()}):
+        importlib.import_module(f"_accelerator.{module}")
+    context = Context(sizes_module.sizes(quick), quick, workdir)
+    for line in sys.stdin:
+        row = rows[line.strip()]
+        print(f"== {row.key}", flush=True)
+        fields = run_row(context, row)
+        row_fields = dict(section=row.section, item=row.item, worker=worker)
+        append_row(results_path, dict(row_fields, key=row.key, **fields))
+    return 0

@@ -12,8 +12,9 @@ here, then run one command there:
     bash benchmarks/_accelerator/device.sh          # there, carrying .whl
 
 `device.sh` installs the wheels into /tmp/site and runs this program,
-which writes `accelerator.json`, `accelerator.txt` and the refreshed
-`expected_seconds.json` to `--out` ($OUT there). The rows run in the order
+which writes `accelerator.json`, `accelerator.txt`, the refreshed
+`expected_seconds.json`, `results.jsonl` (each row as it ended) and
+`workers.log` to `--out` ($OUT there). The rows run in the order
 of what they decide (correctness, then the headline bfloat16 rows, then
 float32) in worker processes that stay up between their rows, inside one
 deadline (`--budget-s`): a row whose expected seconds no longer fit is
@@ -34,6 +35,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -202,8 +204,10 @@ def check(args):
     from _accelerator import report
     from _accelerator import schedule
 
+    log_dir = os.path.join(args.workdir, "logs")
+    shutil.rmtree(log_dir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    os.makedirs(args.workdir, exist_ok=True)
+    os.makedirs(log_dir)
     rows = selected_rows(args)
     expected = schedule.ExpectedSeconds.load(
         args.expected or schedule.EXPECTED_PATH, "quick" if args.quick else "full"
@@ -215,6 +219,7 @@ def check(args):
         lambda worker: pool_module.worker_command(script, args, worker),
         args.out,
         lambda worker: worker_environment(args, worker),
+        log_dir,
     )
     collected = []
 
@@ -238,6 +243,7 @@ def check(args):
         print(f"interrupted after {len(collected)} of {len(rows)} rows; writing those")
     finally:
         pool.stop_all()
+        pool_module.gather_logs(log_dir, os.path.join(args.out, "workers.log"))
     expected.save(os.path.join(args.out, "expected_seconds.json"))
     return finish(args.out, host_info(), collected, time.time() - start)
 

@@ -164,7 +164,7 @@ def mixed_step(context):
     from _accelerator import keras_speed
 
     model, step = keras_speed.image_runner(
-        context, "gmlp_s16", "train", "bfloat16", None
+        context, "gmlp_s16", "train", "bfloat16", None, keep=True
     )
     loss = float(step())
     norm = find_spatial_gating_unit(model).norm

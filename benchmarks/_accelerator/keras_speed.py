@@ -27,14 +27,15 @@ def default_jit_compile():
     return keras.backend.backend() != "torch"
 
 
-def image_runner(context, name, mode, precision, jit_compile):
-    """(model, step) of one image model, mode and precision, built and
-    compiled once a worker: the mixed_bfloat16 check and the speed row
-    share it. `step()` trains on (or predicts) one batch on the card."""
+def image_runner(context, name, mode, precision, jit_compile, keep=False):
+    """(model, step) of one image model, mode and precision: `step()` trains
+    on (or predicts) one batch on the card. With `keep`, it is kept for the
+    next call (the mixed_bfloat16 check's, for its speed row), which takes
+    it: one build and compile serve both, and the model is freed after."""
     key = ("images", name, mode, precision, jit_compile)
-    cache = context.state.setdefault("runners", {})
-    if key in cache:
-        return cache[key]
+    kept = context.state.setdefault("kept_runners", {})
+    if key in kept:
+        return kept.pop(key)
     size = context.size
     jit = default_jit_compile() if jit_compile is None else jit_compile
     keras.config.set_dtype_policy(PRECISIONS[precision])
@@ -59,7 +60,8 @@ def image_runner(context, name, mode, precision, jit_compile):
             jit_compile=jit,
         )
         step = lambda: model.train_on_batch(x, y)  # noqa: E731
-    cache[key] = model, step
+    if keep:
+        kept[key] = model, step
     return model, step
 
 

@@ -73,48 +73,33 @@ def build(quick, workers=tuple(WORKERS)):
     """The rows of `workers`, most decisive first."""
     size = sizes_module.sizes(quick)
     text_models = size["speed_text_models"]
+    image_models = size["speed_image_models"]
     rows = _Rows()
     correctness(rows, size)
-    # The headline: bfloat16 training against timm and BERT, eager and
-    # compiled, then inference, generation and the largest batch.
-    every = ("timm-eager", "timm-compile") + ALL_KERAS
-    speed(rows, 2, size, quick, "images", "train", "bfloat16", every)
+    # The headline, bfloat16: gMLP-S/16 training against timm and gMLP-base
+    # against BERT-base (eager and compiled), Mixer-B/16, the aMLP, then
+    # inference, generation and the largest batch.
+    timm = ("timm-eager", "timm-compile")
     bert = ("bert-eager", "bert-compile")
-    speed(
-        rows,
-        2,
-        size,
-        quick,
-        "mlm",
-        "train",
-        "bfloat16",
-        bert + ALL_KERAS,
-        text_models[:1],
-    )
-    speed(rows, 2, size, quick, "mlm", "train", "bfloat16", EAGER, text_models[1:])
-    speed(rows, 2, size, quick, "images", "infer", "bfloat16", every[:2] + EAGER)
+    speed(rows, 2, size, quick, "images", "train", timm + ALL_KERAS, image_models[:1])
+    speed(rows, 2, size, quick, "mlm", "train", bert + ALL_KERAS, text_models[:1])
+    speed(rows, 2, size, quick, "images", "train", timm + ALL_KERAS, image_models[1:])
+    speed(rows, 2, size, quick, "mlm", "train", EAGER, text_models[1:])
+    speed(rows, 2, size, quick, "images", "infer", timm + EAGER, image_models)
     generation(rows, size)
     memory(rows, size)
     # The rest: Keras' compiled PyTorch where it is not headline, float32.
     compiled = ("keras-torch-compile",)
-    speed(rows, 3, size, quick, "images", "infer", "bfloat16", compiled)
-    speed(rows, 3, size, quick, "mlm", "train", "bfloat16", compiled, text_models[1:])
+    speed(rows, 3, size, quick, "images", "infer", compiled, image_models)
+    speed(rows, 3, size, quick, "mlm", "train", compiled, text_models[1:])
     if "float32" in size["speed_precisions"]:
         for mode in ("train", "infer"):
+            runners = ("timm-eager",) + EAGER
             speed(
-                rows, 3, size, quick, "images", mode, "float32", ("timm-eager",) + EAGER
+                rows, 3, size, quick, "images", mode, runners, image_models, "float32"
             )
-        speed(
-            rows,
-            3,
-            size,
-            quick,
-            "mlm",
-            "train",
-            "float32",
-            ("bert-eager",) + EAGER,
-            text_models[:1],
-        )
+        runners = ("bert-eager",) + EAGER
+        speed(rows, 3, size, quick, "mlm", "train", runners, text_models[:1], "float32")
     return [row for row in rows if row.worker in workers]
 
 
@@ -155,10 +140,12 @@ def correctness(rows, size):
         )
 
 
-def speed(rows, tier, size, quick, section, mode, precision, runners, models=None):
-    """One row per model and runner: images/s (every image model) or
+def speed(
+    rows, tier, size, quick, section, mode, runners, models, precision="bfloat16"
+):
+    """One row per model and runner: images/s (`section="images"`) or
     masked-LM training tokens/s (BERT-base for the peers, once)."""
-    for name in size["speed_image_models"] if models is None else models:
+    for name in models:
         for runner in runners:
             worker, function, compiled = RUNNERS[runner]
             if function is None:

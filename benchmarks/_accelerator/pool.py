@@ -36,11 +36,11 @@ class ResultsFile:
 
 
 class Pool:
-    def __init__(self, command, out, environment, grace_s=30.0):
+    def __init__(self, command, out, environment, log_dir=None, grace_s=30.0):
         """`command(worker)` is the worker's command line; `environment(worker)`
-        its environment."""
+        its environment. Each worker's output goes to `log_dir/WORKER.log`."""
         self.command, self.out, self.environment = command, out, environment
-        self.grace_s = grace_s
+        self.log_dir, self.grace_s = log_dir or out, grace_s
         self.processes, self.logs = {}, {}
         self.results = ResultsFile(os.path.join(out, "results.jsonl"))
 
@@ -53,7 +53,7 @@ class Pool:
         for other in list(self.processes):
             if other != worker and (exclusive or WORKERS[other][1]):
                 self.stop(other)
-        log = open(os.path.join(self.out, f"{worker}.log"), "a")
+        log = open(os.path.join(self.log_dir, f"{worker}.log"), "a")
         self.logs[worker] = log
         self.processes[worker] = subprocess.Popen(
             self.command(worker),
@@ -103,7 +103,7 @@ class Pool:
         return fields, seconds, start_s
 
     def wait_for(self, row, process, begin, timeout_s):
-        log = os.path.join(self.out, f"{row.worker}.log")
+        log = f"{row.worker}.log"
         while True:
             for result in self.results.new_rows():
                 if result.get("key") == row.key:
@@ -124,3 +124,15 @@ def worker_command(script, args, worker):
     command = [sys.executable, script, "--worker", worker, "--out", args.out]
     command += ["--workdir", args.workdir]
     return command + (["--quick"] if args.quick else [])
+
+
+def gather_logs(log_dir, path):
+    """The workers' logs, one after another under a heading each, as one
+    file (the device tool brings back at most 8 files)."""
+    with open(path + ".partial", "w") as gathered:
+        for name in sorted(os.listdir(log_dir)):
+            if name.endswith(".log"):
+                gathered.write(f"===== {name}\n")
+                with open(os.path.join(log_dir, name)) as log:
+                    gathered.write(log.read())
+    os.replace(path + ".partial", path)

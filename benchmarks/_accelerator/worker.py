@@ -37,6 +37,17 @@ def run_row(context, row):
     return dict(fields, seconds=round(time.time() - start, 1))
 
 
+def release_cached_memory():
+    """PyTorch's allocator keeps freed blocks for itself: given back after
+    each row, so that the workers beside this one have the card's memory."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        import gc
+
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def serve(worker, quick, workdir, results_path):
     """Runs each row key read from standard input until it closes."""
     rows = {row.key: row for row in plan.build(quick, (worker,))}
@@ -49,6 +60,7 @@ def serve(worker, quick, workdir, results_path):
         row = rows[line.strip()]
         print(f"== {row.key}", flush=True)
         fields = run_row(context, row)
+        release_cached_memory()
         row_fields = dict(section=row.section, item=row.item, worker=worker)
         append_row(results_path, dict(row_fields, key=row.key, **fields))
     return 0

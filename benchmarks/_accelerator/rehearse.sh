@@ -8,7 +8,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=${VENV:-/tmp/accelerator-rehearsal}
-python312=${PYTHON312:-$(command -v python3.12 || ls "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 | tail -n 1)}
+# python3.12 on the path, or pyenv's 3.12 (whose shim on the path runs only
+# where 3.12 is a selected pyenv version).
+python312=${PYTHON312:-}
+if [ -z "$python312" ]; then
+  for candidate in python3.12 "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12; do
+    if "$candidate" -c "import sys; assert sys.version_info[:2] == (3, 12)" 2> /dev/null; then
+      python312=$candidate
+      break
+    fi
+  done
+fi
+[ -n "$python312" ] || { echo "rehearse.sh: no Python 3.12 (set PYTHON312)" >&2; exit 1; }
 if [ ! -x "$venv/bin/python" ]; then
   "$python312" -m venv "$venv"
   # What the GPU host has (the device tool's KINDS.md), at its versions where

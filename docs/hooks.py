@@ -117,7 +117,7 @@ def _text_cell(text, first, name):
         fields = dict(re.findall(r"^(\w[\w ]*): (.*)$", text, re.M))
         return (
             f"# {fields.get('Title', '')}\n\n{fields.get('Description', '')}\n\n"
-            f"The guide runs as a script: `python guides/{name}`."
+            f"The guide runs as a script: `.venv/bin/python guides/{name}`."
         )
     return inspect.cleandoc(text)
 

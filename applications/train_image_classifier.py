@@ -2,7 +2,8 @@
 
 The offline default trains a small gMLP (4 blocks, width 64, 16x16 images in
 4x4 patches) on scikit-learn's bundled handwritten digits for 8 epochs; it
-reaches about 98% test accuracy in one to three minutes on a laptop CPU:
+reaches about 98% test accuracy in about 30 s on a 2-core CPU (longer
+where other work shares the cores):
 
     .venv/bin/python applications/train_image_classifier.py
 

@@ -47,10 +47,10 @@ Outputs in --output-dir: best_preset/ (highest validation accuracy) and
 final_preset/, history.csv, training_curves.png, confusion_matrix.png
 (test), summary.json (which split is which) and run_state.json.
 
-    python applications/pretrain_mlm.py                  # makes the preset
-    python applications/finetune_text_classifier.py
-    python applications/finetune_text_classifier.py --dataset glue/mnli --data-dir ~/tensorflow_datasets
-    python applications/finetune_text_classifier.py --train-files 'reviews/train/*/*.txt' --steps 2000
+    .venv/bin/python applications/pretrain_mlm.py                  # makes the preset
+    .venv/bin/python applications/finetune_text_classifier.py
+    .venv/bin/python applications/finetune_text_classifier.py --dataset glue/mnli --data-dir ~/tensorflow_datasets
+    .venv/bin/python applications/finetune_text_classifier.py --train-files 'reviews/train/*/*.txt' --steps 2000
 """
 
 import time

@@ -43,9 +43,9 @@ applications/finetune_text_classifier.py), history.csv,
 training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 (which split is which) and run_state.json.
 
-    python applications/pretrain_mlm.py                 # a few minutes on a CPU
-    python applications/pretrain_mlm.py --model amlp --epochs 20
-    python applications/pretrain_mlm.py --model gmlp_base --recipe paper \\
+    .venv/bin/python applications/pretrain_mlm.py                 # a few minutes on a CPU
+    .venv/bin/python applications/pretrain_mlm.py --model amlp --epochs 20
+    .venv/bin/python applications/pretrain_mlm.py --model gmlp_base --recipe paper \\
         --train-files 'corpus/train-*.txt.gz' --dtype-policy mixed_bfloat16
 """
 

@@ -17,10 +17,10 @@ vocabulary's digest and the flags that made them). An interrupted run
 resumes where it stopped when started again with the same flags; a
 finished one says so.
 
-    python applications/tokenize_corpus.py               # the bundled corpus
-    python applications/tokenize_corpus.py --train-files 'corpus/*.txt.gz' \\
+    .venv/bin/python applications/tokenize_corpus.py               # the bundled corpus
+    .venv/bin/python applications/tokenize_corpus.py --train-files 'corpus/*.txt.gz' \\
         --vocabulary-size 30522 --output-dir shards/corpus
-    python applications/pretrain_mlm.py --token-files shards/corpus
+    .venv/bin/python applications/pretrain_mlm.py --token-files shards/corpus
 """
 
 import time

@@ -33,8 +33,8 @@ final_preset/ (keras-hub presets with the tokenizer), history.csv,
 training_curves.png, perplexity_by_position.png (test), generations.json,
 summary.json (which split is which) and run_state.json.
 
-    python applications/train_causal_lm.py                # a few minutes on a CPU
-    python applications/train_causal_lm.py --preset outputs/train_causal_lm/final_preset \\
+    .venv/bin/python applications/train_causal_lm.py                # a few minutes on a CPU
+    .venv/bin/python applications/train_causal_lm.py --preset outputs/train_causal_lm/final_preset \\
         --prompt "the with statement" --prompt "a class definition"
 """
 

@@ -271,7 +271,8 @@ def plot(results, args, path):
         f"{args.backend} backend, float32"
     )
     figure.tight_layout()
-    write_atomically(path, lambda temporary: figure.savefig(temporary, format="png"))
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png")
     plt.close(figure)
 
 
@@ -303,7 +304,7 @@ def main(argv=None):
 
 if __name__ == "__main__":
     # A sibling module: run as a script, this folder is first on sys.path.
-    from mlm_vs_transformer import write_atomically
+    from mlm_vs_transformer import atomic_path
     from mlm_vs_transformer import write_text
 
     try:

@@ -39,20 +39,47 @@ API = ("layers", "models", "applications", "distribution", "visualization", "uti
 # keras_gmlp.utils has no __all__; its docstring names its public modules:
 # checkpoint conversion from timm and preset file access.
 UTILS = ("timm", "preset_files")
+# The guides in the order a reader learns: the layers, images (from scratch,
+# then pretrained), what the models learn, text, then deployment and scale.
+GUIDE_ORDER = (
+    "getting_started",
+    "image_classification_from_scratch",
+    "transfer_learning",
+    "what_mlps_learn",
+    "masked_language_modeling",
+    "text_generation",
+    "export_and_serving",
+    "distributed_training",
+)
+
+
+def guide_paths():
+    """guides/*.py, in GUIDE_ORDER; a guide missing from it is an error."""
+    paths = {p.stem: p for p in ROOT.glob("guides/*.py")}
+    if set(paths) != set(GUIDE_ORDER):
+        raise ValueError(
+            f"docs/hooks.py's GUIDE_ORDER lists {sorted(GUIDE_ORDER)}; "
+            f"guides/ holds {sorted(paths)}"
+        )
+    return [paths[name] for name in GUIDE_ORDER]
 
 
 def _title(path):
-    match = re.search(r"^Title: (.*)$", path.read_text(encoding="utf-8"), re.M)
-    return match.group(1) if match else path.stem.replace("_", " ")
+    """A guide's `Title:`, or a Markdown page's first heading."""
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"^Title: (.*)$", text, re.M) or re.search(
+        r"^# (.*)$", text, re.M
+    )
+    return match.group(1).strip() if match else path.stem.replace("_", " ")
 
 
 def on_config(config):
     """Adds the generated pages to the navigation."""
     guides = ["guides/index.md"] + [
-        {_title(p): f"guides/{p.stem}.md"} for p in sorted(ROOT.glob("guides/*.py"))
+        {_title(p): f"guides/{p.stem}.md"} for p in guide_paths()
     ]
     benchmarks = [{"Overview": "benchmarks/README.md"}] + [
-        {p.stem.replace("_", " "): f"benchmarks/docs/{p.name}"}
+        {_title(p): f"benchmarks/docs/{p.name}"}
         for p in sorted(ROOT.glob("benchmarks/docs/*.md"))
     ]
     api = [{f"keras_gmlp.{name}": f"api/{name}.md"} for name in API]
@@ -106,7 +133,7 @@ def tutobook_markdown(path):
             and isinstance(node.value.value, str)
         ):
             out.append(_code_block(lines[start : node.lineno - 1]))
-            out.append(_text_cell(node.value.value, start == 0, path.name))
+            out.append(_linked(_text_cell(node.value.value, start == 0, path.name)))
             start = node.end_lineno
     out.append(_code_block(lines[start:]))
     return "\n\n".join(part for part in out if part)
@@ -117,9 +144,22 @@ def _text_cell(text, first, name):
         fields = dict(re.findall(r"^(\w[\w ]*): (.*)$", text, re.M))
         return (
             f"# {fields.get('Title', '')}\n\n{fields.get('Description', '')}\n\n"
-            f"The guide runs as a script: `python guides/{name}`."
+            f"The guide runs as a script: `.venv/bin/python guides/{name}`."
         )
     return inspect.cleandoc(text)
+
+
+def _linked(text):
+    """`*Transfer learning*`, naming another guide by its title's start,
+    as a link to that guide's page."""
+    titles = {_title(p).lower(): p.stem for p in guide_paths()}
+
+    def link(match):
+        name = match.group(1)
+        stems = [s for title, s in titles.items() if title.startswith(name.lower())]
+        return f"[{name}]({stems[0]}.md)" if len(stems) == 1 else match.group(0)
+
+    return re.sub(r"(?<![*\w])\*([A-Z][^*\n]+)\*(?![*\w])", link, text)
 
 
 def _code_block(lines):

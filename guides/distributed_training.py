@@ -232,7 +232,7 @@ resumes from the last checkpoint:
 
 ```shell
 for i in 0 1; do
-  KERAS_BACKEND=jax python applications/pretrain_mlm.py --distribute data \
+  KERAS_BACKEND=jax .venv/bin/python applications/pretrain_mlm.py --distribute data \
     --coordinator 127.0.0.1:8476 --num-processes 2 --process-id $i &
 done; wait
 ```

@@ -226,8 +226,8 @@ Nothing in this guide depended on the backend. Run it again with another
 one and the same code trains on TensorFlow, JAX or PyTorch:
 
 ```shell
-KERAS_BACKEND=tensorflow python guides/getting_started.py
-KERAS_BACKEND=torch python guides/getting_started.py
+KERAS_BACKEND=tensorflow .venv/bin/python guides/getting_started.py
+KERAS_BACKEND=torch .venv/bin/python guides/getting_started.py
 ```
 
 A `.keras` file stores backend-independent NumPy weights, so a model saved

@@ -25,7 +25,7 @@ and fine-tunes `gMLPTextClassifier` from it on single sentences and on sentence 
 guide trains for longer, at larger sizes. For a corpus of any size,
 `applications/pretrain_mlm.py` streams text files or a tensorflow-datasets corpus through
 `tf.data`, counts steps and resumes mid-run; the paper's recipe on C4's files:
-`python applications/pretrain_mlm.py --model gmlp_base --recipe paper --train-files
+`.venv/bin/python applications/pretrain_mlm.py --model gmlp_base --recipe paper --train-files
 'c4/en/c4-train.*.txt.gz' --dtype-policy mixed_bfloat16` (batch 256, 512 tokens).
 """
 

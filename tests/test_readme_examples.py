@@ -3,7 +3,7 @@ README's former sections) as written, on the current backend, in an empty
 folder: only a fresh checkout's files.
 
 The image example reads timm's `model.safetensors` for gMLP-S, which its
-first line fetches with `hf download` and CI cannot: the test stands in for
+first line fetches with `.venv/bin/hf download` and CI cannot: the test stands in for
 that command, writing the file in timm's own layout (converted from a
 randomly initialised gMLP-S by `timm_state_dict`, so the example's timm
 loading path runs for real). Nothing else is written for an example.
@@ -20,7 +20,9 @@ README = ROOT / "README.md"
 PAGES = (README, ROOT / "docs" / "library.md")
 CHECKPOINT = "model.safetensors"
 # The command the image example names in its first line.
-FETCH = "hf download timm/gmlp_s16_224.ra3_in1k model.safetensors --local-dir ."
+FETCH = (
+    ".venv/bin/hf download timm/gmlp_s16_224.ra3_in1k model.safetensors --local-dir ."
+)
 
 
 def python_examples(pages=PAGES):

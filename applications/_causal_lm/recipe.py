@@ -6,6 +6,7 @@ Keras is imported."""
 import json
 import pathlib
 
+from _shared.commands import python_command
 from _shared.flag_values import positive_int
 from _shared.flags import add_quantize_flag
 from _shared.flags import flag_given
@@ -152,7 +153,7 @@ def check_preset(parser, args, argv):
     if not config_path.is_file():
         parser.error(
             f"--preset {args.preset} holds no preset (no config.json). Train "
-            "one with: python applications/train_causal_lm.py"
+            f"one with: {python_command('applications/train_causal_lm.py')}"
         )
     try:
         backbone_config = json.loads(config_path.read_text())["config"]
@@ -164,7 +165,7 @@ def check_preset(parser, args, argv):
         parser.error(
             f"--preset {args.preset} holds a bidirectional encoder (e.g. from "
             "pretrain_mlm.py), which cannot generate. Train a causal one with: "
-            "python applications/train_causal_lm.py"
+            f"{python_command('applications/train_causal_lm.py')}"
         )
     limit = backbone_config.get("max_sequence_length")
     if args.max_length > limit:

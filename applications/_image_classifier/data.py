@@ -44,14 +44,12 @@ def tfds_builder(parser, args):
     """The dataset's builder, or a flag error if tensorflow-datasets does not
     know the name or it is not an image-classification dataset."""
     import tensorflow_datasets as tfds
+    from _shared.tfds_names import checked_builder
 
     try:
-        builder = tfds.builder(args.dataset, data_dir=args.data_dir)
-    except tfds.core.registered.DatasetNotFoundError:
-        parser.error(
-            f"--dataset {args.dataset}: tensorflow-datasets has no dataset of "
-            "that name (see `tfds.list_builders()`), and it is not 'digits'"
-        )
+        builder = checked_builder(args.dataset, args.data_dir, will_download=True)
+    except ValueError as error:
+        parser.error(f"--dataset {args.dataset}: {error} (or 'digits', bundled)")
     info = builder.info
     keys = info.supervised_keys
     features = info.features

@@ -3,11 +3,11 @@ traceback (standard library only)."""
 
 import os
 import re
-import shlex
 import signal
 import sys
 import threading
 
+from .commands import python_command
 from .flag_parser import discard_created_output_dir
 
 # Set by the first Ctrl-C. A KeyboardInterrupt raised from a signal handler
@@ -53,7 +53,7 @@ def run(main):
             raise
         _lost_peer(error)
     except KeyboardInterrupt:
-        command = shlex.join(["python3", sys.argv[0]] + sys.argv[1:])
+        command = python_command(*sys.argv)
         print(
             "\nInterrupted. Rerun the same command to resume where it stopped "
             f"(the last completed epoch, or after training): {command}",

@@ -23,7 +23,7 @@ def variant_tables():
         if package is None:
             raise SystemExit(
                 "keras_gmlp is neither beside this program nor installed; "
-                'install it with: python3 -m pip install -e ".[all,apps]"'
+                'install it with: .venv/bin/python -m pip install -e ".[all,apps]"'
             )
         path = pathlib.Path(
             package.submodule_search_locations[0], "utils", "variants.py"

@@ -5,6 +5,7 @@ errors answer before Keras is imported."""
 
 import pathlib
 
+from _shared.commands import python_command
 from _shared.flag_values import fraction
 from _shared.flag_values import positive_int
 from _shared.flag_values import unit_float
@@ -126,7 +127,7 @@ def checked_preset(parser, path):
     """The --preset directory, or a usage error saying how to make one."""
     preset = pathlib.Path(path).expanduser()
     if not (preset / "config.json").is_file():
-        made_by = "python applications/pretrain_mlm.py"
+        made_by = python_command("applications/pretrain_mlm.py")
         if preset.name in ("final_preset", "best_preset"):
             made_by += f" --output-dir {preset.parent}"
         state = (

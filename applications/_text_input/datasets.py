@@ -7,21 +7,10 @@ is called, after the flags have been parsed.
 def tfds_builder(name, data_dir):
     """The tensorflow-datasets builder of `name`, or a ValueError saying
     why not (unknown name, or not prepared under `data_dir`)."""
-    import tensorflow_datasets as tfds
+    from _shared.tfds_names import checked_builder
 
-    try:
-        builder = tfds.builder(name, data_dir=data_dir)
-    except Exception as error:  # tfds raises several kinds for bad names
-        # The first line says why; the rest lists every dataset tfds has.
-        reason = (
-            str(error).strip().splitlines()[0]
-            if str(error).strip()
-            else type(error).__name__
-        )
-        raise ValueError(
-            f"unknown tensorflow-datasets name {name!r}: {reason}"
-        ) from None
-    return builder
+    # The text programs read prepared data only: nothing is downloaded.
+    return checked_builder(name, data_dir, will_download=False)
 
 
 def text_features(builder):

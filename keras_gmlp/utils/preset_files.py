@@ -157,7 +157,7 @@ def failure_reason(error):
         error: the exception a download raised.
 
     Returns:
-        `"<type>: <first line of its message>"`.
+        str: the error's type, a colon and the first line of its message.
 
     Examples:
 

@@ -20,9 +20,13 @@ APPLICATIONS = ROOT / "applications"
 # dataset's real features, no files and no network. argv[1] is the script;
 # `program_env(mock_tfds=True)` puts its folder on PYTHONPATH, where running
 # the script itself would put it first on sys.path.
+# Mock data needs no download, so the program's check for a network to
+# download with (which a machine without one fails) is answered yes.
 _MOCK_TFDS = """
 import runpy, sys
 import tensorflow_datasets as tfds
+from _shared import tfds_names
+tfds_names.network_reachable = lambda: True
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 with tfds.testing.mock_data(num_examples={num_examples}):

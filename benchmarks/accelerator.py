@@ -20,10 +20,10 @@ float32) in worker processes that stay up between their rows, inside one
 deadline (`--budget-s`): a row whose expected seconds no longer fit is
 skipped with both figures, and a shorter one after it may still run.
 
-    python benchmarks/accelerator.py --dry-run     # what would run in the budget
-    python benchmarks/accelerator.py --quick       # the same code on a CPU, tiny sizes
-    python benchmarks/accelerator.py --missing-from A/accelerator.json   # a second call
-    python benchmarks/accelerator.py --merge A/accelerator.json B/accelerator.json
+    .venv/bin/python benchmarks/accelerator.py --dry-run     # what would run in the budget
+    .venv/bin/python benchmarks/accelerator.py --quick       # the same code on a CPU, tiny sizes
+    .venv/bin/python benchmarks/accelerator.py --missing-from A/accelerator.json   # a second call
+    .venv/bin/python benchmarks/accelerator.py --merge A/accelerator.json B/accelerator.json
 
 `bash benchmarks/_accelerator/rehearse.sh` runs the GPU host's command in a
 virtual environment of its versions.

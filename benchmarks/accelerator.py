@@ -71,6 +71,11 @@ def parse_args(argv=None):
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a CPU")
     parser.add_argument(
+        "--compile-at-quick",
+        action="store_true",
+        help="with --quick, the torch.compile rows too (minutes on a CPU)",
+    )
+    parser.add_argument(
         "--budget-s",
         type=float,
         default=420.0,
@@ -158,7 +163,8 @@ def selected_rows(args):
     from _accelerator import plan
     from _accelerator import report
 
-    rows = plan.build(args.quick, tuple(args.jobs.split(",")))
+    workers = tuple(args.jobs.split(","))
+    rows = plan.build(args.quick, workers, args.compile_at_quick)
     if args.rows:
         rows = [row for row in rows if re.search(args.rows, row.key)]
     if args.missing_from:

@@ -69,37 +69,38 @@ EAGER = ("keras-jax", "keras-torch")
 ALL_KERAS = EAGER + ("keras-torch-compile",)
 
 
-def build(quick, workers=tuple(WORKERS)):
-    """The rows of `workers`, most decisive first."""
+def build(quick, workers=tuple(WORKERS), compile_at_quick=False):
+    """The rows of `workers`, most decisive first. At `quick` sizes the
+    torch.compile rows are skipped unless `compile_at_quick`."""
     size = sizes_module.sizes(quick)
-    text_models = size["speed_text_models"]
-    image_models = size["speed_image_models"]
+    texts = size["speed_text_models"]
+    images = size["speed_image_models"]
     rows = _Rows()
+
+    def speed(tier, section, mode, runners, models, precision="bfloat16"):
+        skip = quick and not compile_at_quick
+        speed_rows(rows, tier, section, mode, runners, models, precision, skip)
+
     correctness(rows, size)
     # The headline, bfloat16: gMLP-S/16 training against timm and gMLP-base
     # against BERT-base (eager and compiled), Mixer-B/16, the aMLP, then
     # inference, generation and the largest batch.
     timm = ("timm-eager", "timm-compile")
     bert = ("bert-eager", "bert-compile")
-    speed(rows, 2, size, quick, "images", "train", timm + ALL_KERAS, image_models[:1])
-    speed(rows, 2, size, quick, "mlm", "train", bert + ALL_KERAS, text_models[:1])
-    speed(rows, 2, size, quick, "images", "train", timm + ALL_KERAS, image_models[1:])
-    speed(rows, 2, size, quick, "mlm", "train", EAGER, text_models[1:])
-    speed(rows, 2, size, quick, "images", "infer", timm + EAGER, image_models)
+    speed(2, "images", "train", timm + ALL_KERAS, images[:1])
+    speed(2, "mlm", "train", bert + ALL_KERAS, texts[:1])
+    speed(2, "images", "train", timm + ALL_KERAS, images[1:])
+    speed(2, "mlm", "train", EAGER, texts[1:])
+    speed(2, "images", "infer", timm + EAGER, images)
     generation(rows, size)
     memory(rows, size)
     # The rest: Keras' compiled PyTorch where it is not headline, float32.
-    compiled = ("keras-torch-compile",)
-    speed(rows, 3, size, quick, "images", "infer", compiled, image_models)
-    speed(rows, 3, size, quick, "mlm", "train", compiled, text_models[1:])
+    speed(3, "images", "infer", ("keras-torch-compile",), images)
+    speed(3, "mlm", "train", ("keras-torch-compile",), texts[1:])
     if "float32" in size["speed_precisions"]:
         for mode in ("train", "infer"):
-            runners = ("timm-eager",) + EAGER
-            speed(
-                rows, 3, size, quick, "images", mode, runners, image_models, "float32"
-            )
-        runners = ("bert-eager",) + EAGER
-        speed(rows, 3, size, quick, "mlm", "train", runners, text_models[:1], "float32")
+            speed(3, "images", mode, ("timm-eager",) + EAGER, images, "float32")
+        speed(3, "mlm", "train", ("bert-eager",) + EAGER, texts[:1], "float32")
     return [row for row in rows if row.worker in workers]
 
 
@@ -140,9 +141,7 @@ def correctness(rows, size):
         )
 
 
-def speed(
-    rows, tier, size, quick, section, mode, runners, models, precision="bfloat16"
-):
+def speed_rows(rows, tier, section, mode, runners, models, precision, skip_compile):
     """One row per model and runner: images/s (`section="images"`) or
     masked-LM training tokens/s (BERT-base for the peers, once)."""
     for name in models:
@@ -162,7 +161,7 @@ def speed(
                 section,
                 item,
                 function,
-                skip=QUICK_COMPILE if compiled and quick else None,
+                skip=QUICK_COMPILE if compiled and skip_compile else None,
                 name=model,
                 mode=mode,
                 precision=precision,

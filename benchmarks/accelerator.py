@@ -40,9 +40,9 @@ import subprocess
 import sys
 import time
 
+from _accelerator.plan import WORKERS
 from _flags import FlagParser
 
-WORKERS = ("peers", "keras-jax", "keras-torch", "memory-jax", "memory-torch")
 VERSIONS = (
     "torch",
     "jax",
@@ -176,7 +176,7 @@ def selected_rows(args):
             row
             for row in rows
             if row.key not in done
-            or (plan.WORKERS[row.worker][1] and row.worker in redo)
+            or (WORKERS[row.worker][1] and row.worker in redo)
         ]
     return rows
 
@@ -186,9 +186,7 @@ def worker_environment(args, worker):
     the card's memory as it needs it, beside the other workers; the memory
     workers run alone and JAX takes 95% of it at once, as it does by
     default."""
-    from _accelerator import plan
-
-    backend, exclusive = plan.WORKERS[worker]
+    backend, exclusive = WORKERS[worker]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     env.update(
         JAX_COMPILATION_CACHE_DIR=os.path.abspath(os.path.join(args.workdir, "jax")),

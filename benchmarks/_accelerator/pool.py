@@ -103,7 +103,7 @@ class Pool:
         return fields, seconds, start_s
 
     def wait_for(self, row, process, begin, timeout_s):
-        log = f"{row.worker}.log"
+        log = f"workers.log ({row.worker})"
         while True:
             for result in self.results.new_rows():
                 if result.get("key") == row.key:

@@ -175,8 +175,7 @@ def selected_rows(args):
         rows = [
             row
             for row in rows
-            if row.key not in done
-            or (WORKERS[row.worker][1] and row.worker in redo)
+            if row.key not in done or (WORKERS[row.worker][1] and row.worker in redo)
         ]
     return rows
 

@@ -103,3 +103,17 @@ def tensor_version(tensor):
     object stays the same).
     """
     return tensor._version
+
+
+def loss_tracker(model):
+    """The `keras.metrics.Mean` named "loss" that a compiled model's steps
+    update with each batch's loss (the `loss` of `fit`'s logs).
+
+    Hook: `keras.Model._loss_tracker` (Keras 3's `Trainer`).
+    Why private: the library's compiled PyTorch steps
+    (`keras_gmlp.utils._torch_compiled_steps`) replace Keras' `train_step`
+    and `test_step`, which update this metric themselves; `compute_metrics`,
+    the public part they reuse, updates the compiled metrics only, and
+    `model.metrics` lists the tracker without naming it.
+    """
+    return model._loss_tracker

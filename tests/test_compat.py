@@ -266,8 +266,26 @@ def test_tensor_version_hook():
         assert _compat.tensor_version(value) > before
 
 
+def test_loss_tracker_hook():
+    """`keras.Model._loss_tracker` is the "loss" mean a compiled model's
+    steps update, the first of `model.metrics`."""
+    hook = "keras.Model._loss_tracker"
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    tracker = _compat.loss_tracker(model)
+    assert isinstance(tracker, keras.metrics.Mean), hook_changed(
+        hook, f"got {type(tracker).__name__}, not a keras.metrics.Mean"
+    )
+    model.train_on_batch(np.ones((2, 2), "float32"), np.zeros((2, 1), "float32"))
+    count = float(keras.ops.convert_to_numpy(tracker.count))
+    assert tracker is model.metrics[0] and count > 0, hook_changed(
+        hook, "train_on_batch did not update it"
+    )
+
+
 @pytest.mark.parametrize(
-    "hook", ["BackboneLengthFromPreset", "add_special_token", "tensor_version"]
+    "hook",
+    ["BackboneLengthFromPreset", "add_special_token", "tensor_version", "loss_tracker"],
 )
 def test_each_hook_says_why(hook):
     doc = inspect.getdoc(getattr(_compat, hook))

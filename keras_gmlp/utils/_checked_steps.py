@@ -106,19 +106,42 @@ class CheckedSteps:
         `x` (arrays still in host memory); a no-op here."""
 
     def make_train_function(self, force=False):
-        super().make_train_function(force=force)
+        if not self._make_torch_compiled_step("train", force):
+            super().make_train_function(force=force)
         self.train_function = self._checked(self.train_function, "train")
         return self.train_function
 
     def make_test_function(self, force=False):
-        super().make_test_function(force=force)
+        if not self._make_torch_compiled_step("test", force):
+            super().make_test_function(force=force)
         self.test_function = self._checked(self.test_function, "test")
         return self.test_function
 
     def make_predict_function(self, force=False):
-        super().make_predict_function(force=force)
+        if not self._make_torch_compiled_step("predict", force):
+            super().make_predict_function(force=force)
         self.predict_function = self._checked(self.predict_function, "predict")
         return self.predict_function
+
+    def _make_torch_compiled_step(self, kind, force):
+        """On PyTorch with `jit_compile=True`, sets the library's compiled
+        step of `kind` (see `keras_gmlp.utils._torch_compiled_steps`) in
+        place of Keras' `torch.compile` of its whole step; False elsewhere."""
+        if keras.config.backend() != "torch" or not self.jit_compile:
+            return False
+        attribute = f"{kind}_function"
+        if getattr(self, attribute) is not None and not force:
+            return True
+        if self.steps_per_execution > 1:
+            raise ValueError(
+                "`steps_per_execution` must be 1 with the PyTorch backend. "
+                f"Received: steps_per_execution={self.steps_per_execution}"
+            )
+        from keras_gmlp.utils._torch_compiled_steps import TorchCompiledSteps
+
+        # `compile()` resets the step functions, so its recordings go too.
+        setattr(self, attribute, getattr(TorchCompiledSteps(self), kind))
+        return True
 
     def _checked(self, step, kind):
         if step in _CHECKED_STEPS:

@@ -73,6 +73,9 @@ def main(argv=None):
     quiet_tensorflow_logs()
     started = time.time()
     import keras
+    from _shared.tensorflow_input import keep_tensorflow_off_gpus
+
+    keep_tensorflow_off_gpus()
     from _shared.distribute import local_copy
     from _shared.distribute import start
     from _shared.report import plot_history

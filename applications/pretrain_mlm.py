@@ -49,8 +49,6 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
         --train-files 'corpus/train-*.txt.gz' --dtype-policy mixed_bfloat16
 """
 
-import time
-
 from _masked_lm import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
@@ -67,8 +65,11 @@ def main(argv=None):
     # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, recipe.MODEL_FLAGS)
     quiet_tensorflow_logs()
-    started = time.time()
+    started = run_state.started
     import keras
+    from _shared.tensorflow_input import keep_tensorflow_off_gpus
+
+    keep_tensorflow_off_gpus()
     from _masked_lm import data
     from _masked_lm import reporting
     from _masked_lm import training

@@ -57,12 +57,17 @@ def main(argv=None):
     if args.preset is not None:
         quiet_tensorflow_logs()
         from _causal_lm import generation
+        from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
+        keep_tensorflow_off_gpus()
         return generation.generate_only(parser, args, started)
     # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, recipe.MODEL_FLAGS)
     quiet_tensorflow_logs()
     import keras
+    from _shared.tensorflow_input import keep_tensorflow_off_gpus
+
+    keep_tensorflow_off_gpus()
     from _causal_lm import data as lm_data
     from _causal_lm import generation
     from _causal_lm import reporting

@@ -79,6 +79,9 @@ def main(argv=None):
         builder = image_data.tfds_builder(parser, args)
 
     import keras
+    from _shared.tensorflow_input import keep_tensorflow_off_gpus
+
+    keep_tensorflow_off_gpus()
     from _image_classifier import model as image_model
     from _image_classifier import reporting
     from _image_classifier import training

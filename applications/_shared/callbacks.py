@@ -207,7 +207,11 @@ def save_model(model, path, save=None):
 class StopOnInterrupt(keras.callbacks.Callback):
     """Raises KeyboardInterrupt at the first batch end after a Ctrl-C. While
     it trains, the SIGINT handler only sets a flag (see
-    `interrupt.INTERRUPTED`)."""
+    `interrupt.INTERRUPTED`). Thread-safe (`async_safe`): Keras may call it
+    from a worker thread, and raises what it raises in `fit`'s thread at
+    the next step."""
+
+    async_safe = True
 
     def on_train_begin(self, logs=None):
         TRAINING.set()
@@ -460,10 +464,16 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
+        feed = None
         if stream is not None:
             backup.restore_stream()
-            fit_args["x"] = stream.feed()
-        model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
+            feed = fit_args["x"] = stream.feed()
+        try:
+            model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
+        finally:
+            # A stream's prefetching thread stops here, not with the process.
+            if hasattr(feed, "close"):
+                feed.close()
     else:
         # Trained, but interrupted before its weights were kept.
         backup.set_model(model)

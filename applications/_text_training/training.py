@@ -123,6 +123,21 @@ def language_model_stream(args, train, tokenizer, length, finish):
     )
 
 
+def compiled_trainer(task, args, compile_args):
+    """A functional model over the keras-hub `task`'s layers, compiled with
+    `compile_args` (loss and metrics) and `warmup_cosine_adamw`: keras-hub's
+    Task.fit turns its inputs into tf.data; this trains on the stream's
+    batches as they are."""
+    trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
+    trainer.compile(
+        optimizer=warmup_cosine_adamw(
+            args.learning_rate, args.weight_decay, args.steps, args.warmup_steps
+        ),
+        **compile_args,
+    )
+    return trainer
+
+
 def fit_task(
     task,
     stream,
@@ -143,15 +158,7 @@ def fit_task(
     `compile_args` (loss and metrics) and `warmup_cosine_adamw`.
     `ignored_label` is the label the loss skips, if any (see
     `distribute.evaluation_data`)."""
-    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the stream's batches as they are.
-    trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
-    trainer.compile(
-        optimizer=warmup_cosine_adamw(
-            args.learning_rate, args.weight_decay, args.steps, args.warmup_steps
-        ),
-        **compile_args,
-    )
+    trainer = compiled_trainer(task, args, compile_args)
     tokens = args.batch_size * getattr(args, "sequence_length", 0)
     progress = TrainingProgress(
         stream,
@@ -194,7 +201,19 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     backbone's spatial filters before training."""
     from keras_gmlp.visualization import toeplitz_scores
 
-    compile_args = {
+    # Scored before training; a resumed run rebuilds the same seeded start.
+    initial_scores = toeplitz_scores(task.backbone)
+    compile_args = language_model_compile_args(metrics)
+    trainer, history = fit_task(
+        task, stream, validation, args, run, compile_args, monitor, ignored_label=0
+    )
+    return trainer, history, initial_scores
+
+
+def language_model_compile_args(metrics):
+    """A language model's loss, cross-entropy on logits that skips label 0,
+    and `metrics`."""
+    return {
         # Label 0 is [PAD]: the positions after a document's end, or the
         # mask slots a short window leaves unused.
         "loss": keras.losses.SparseCategoricalCrossentropy(
@@ -202,12 +221,6 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
         ),
         "metrics": metrics,
     }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(task.backbone)
-    trainer, history = fit_task(
-        task, stream, validation, args, run, compile_args, monitor, ignored_label=0
-    )
-    return trainer, history, initial_scores
 
 
 def score_heldout(trainer, heldout):

@@ -305,9 +305,7 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path, capsys):
     from tests.applications.programs._text_program_helpers import ROOT
     from tests.applications.programs._text_program_helpers import load_program
     from tests.applications.programs._text_program_helpers import read_summary
-    from tests.applications.programs._text_program_helpers import (
-        tensorboard_scalars,
-    )
+    from tests.applications.programs._text_program_helpers import tensorboard_scalars
 
     shards = tmp_path / "shards"
     load_program("tokenize_corpus").main(["--fast", "--output-dir", str(shards)])
@@ -336,7 +334,9 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path, capsys):
             timeout=300,
             env=dict(
                 os.environ,
-                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                PYTHONPATH=os.pathsep.join(
+                    [str(ROOT), os.environ.get("PYTHONPATH", "")]
+                ),
             ),
         )
         assert result.returncode == 0, result.stderr[-3000:]

@@ -34,12 +34,18 @@ perplexity over the real masked tokens only (padded mask slots do not count).
 amlp_large build the paper's configurations (keras_gmlp.applications).
 --dataset takes a tensorflow-datasets text corpus prepared under
 --data-dir (e.g. wikipedia/20230601.en, c4, imdb_reviews); its "text"
-feature is used, or --text-feature. The log and history.csv give tokens
-per second and the share of the time spent taking input.
+feature is used, or --text-feature. Batches are taken ahead of the step
+in a background thread. When the output is a log file, not a terminal, a
+line every --log-every-steps steps or --log-every-s seconds gives the
+step, the loss, tokens per second, the share of the time spent waiting for
+input and the time left; the first line the seconds from the start to the
+first step (also in summary.json). history.csv has each checkpoint
+period's tokens per second and input share, and tensorboard/ the same
+scalars as the lines (tensorboardX, no TensorFlow needed).
 
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer; fine-tune them with
-applications/finetune_text_classifier.py), history.csv,
+applications/finetune_text_classifier.py), history.csv, tensorboard/,
 training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 (which split is which) and run_state.json.
 

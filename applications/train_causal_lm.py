@@ -28,9 +28,14 @@ generates with a quantized copy of the model (`Model.quantize`), and after
 training reports its test perplexity beside float32's; the presets stay
 float.
 
+In a log file (output not a terminal) a line every --log-every-steps
+steps or --log-every-s seconds gives the step, loss, tokens per second,
+input share and time left, and the first the seconds to the first step
+(pretrain_mlm.py's lines; TensorBoard scalars in tensorboard/).
+
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer), history.csv,
-training_curves.png, perplexity_by_position.png (test), generations.json,
+tensorboard/, training_curves.png, perplexity_by_position.png (test), generations.json,
 summary.json (which split is which) and run_state.json.
 
     python applications/train_causal_lm.py                # a few minutes on a CPU

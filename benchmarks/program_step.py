@@ -135,6 +135,7 @@ def bare_tokens_per_second(flags, steps, period):
 
     parser, args = pretrain_mlm.parse_args(flags)
     run = open_run(args, recipe.MODEL_FLAGS)
+    args.output_dir = pathlib.Path(args.output_dir)
     import keras
     from _masked_lm.data import masked_corpus
     from _masked_lm.data import masking
@@ -164,7 +165,43 @@ def bare_tokens_per_second(flags, steps, period):
         trainer.train_on_batch(*batches[step % len(batches)])
     seconds = time.perf_counter() - started
     tokens = timed * args.batch_size * args.sequence_length
-    return {"tokens_per_second": tokens / seconds, "steps_timed": timed}
+    return {
+        "tokens_per_second": tokens / seconds,
+        "steps_timed": timed,
+        "save_weights_seconds": seconds_to_save_weights(trainer, args.output_dir),
+        "orbax_checkpoint_seconds": orbax_stop_seconds(trainer, args.output_dir),
+    }
+
+
+def seconds_to_save_weights(trainer, folder):
+    """The seconds `save_weights` (the programs' checkpoint: weights and
+    optimizer in one .weights.h5) holds training up."""
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    trainer.save_weights(str(folder / "checkpoint.weights.h5"))
+    return time.perf_counter() - started
+
+
+def orbax_stop_seconds(trainer, folder):
+    """[seconds keras.callbacks.OrbaxCheckpoint's epoch-end save holds
+    training up, seconds until its background write is done] of its first
+    save (which sets Orbax up) and its second, or None without
+    orbax-checkpoint."""
+    import keras
+
+    try:
+        checkpoint = keras.callbacks.OrbaxCheckpoint(str(folder / "orbax"))
+    except ImportError:
+        return None
+    checkpoint.set_model(trainer)
+    saves = []
+    for epoch in range(2):
+        started = time.perf_counter()
+        checkpoint.on_epoch_end(epoch, {})
+        stopped = time.perf_counter() - started
+        checkpoint.wait_until_finished()
+        saves.append([stopped, time.perf_counter() - started])
+    return saves
 
 
 def main(argv=None):
@@ -195,7 +232,9 @@ def main(argv=None):
                 f"({ratio:.3f}x); input {program['input_share']:.1%}; first step "
                 f"after {program['seconds_to_first_step']:.1f} s; checkpoints "
                 f"{program['checkpoint_seconds']} s per "
-                f"{program['period_seconds']:.1f} s period",
+                f"{program['period_seconds']:.1f} s period; bare save_weights "
+                f"{bare['save_weights_seconds']:.2f} s, OrbaxCheckpoint "
+                f"{bare['orbax_checkpoint_seconds']} s (stop, done)",
                 flush=True,
             )
     result = {

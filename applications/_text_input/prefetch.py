@@ -56,12 +56,10 @@ class Prefetch:
                     item = self.place(item)
             except BaseException as error:  # handed to the consumer
                 item = _Failure(error)
-            while not self.stopping.is_set():
-                try:
-                    self.ready.put(item, timeout=0.05)
-                    break
-                except queue.Full:
-                    continue
+            # Blocks without polling: a thread that wakes to poll takes the
+            # GIL from the training step (PyTorch's eager step is Python).
+            # `close` makes room for this put.
+            self.ready.put(item)
             if isinstance(item, _Failure):
                 return
 
@@ -85,5 +83,13 @@ class Prefetch:
     def close(self):
         """Stops the background thread and waits for it."""
         self.stopping.set()
-        if self.thread is not None and self.thread is not threading.current_thread():
-            self.thread.join()
+        if self.thread is None or self.thread is threading.current_thread():
+            return
+        while self.thread.is_alive():
+            # Room for the put the thread may be waiting in.
+            while True:
+                try:
+                    self.ready.get_nowait()
+                except queue.Empty:
+                    break
+            self.thread.join(timeout=0.1)

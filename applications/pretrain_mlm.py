@@ -59,6 +59,7 @@ from _masked_lm import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
 
 def parse_args(argv=None):
@@ -73,9 +74,8 @@ def main(argv=None):
     quiet_tensorflow_logs()
     started = run_state.started
     import keras
-    from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
-    keep_tensorflow_off_gpus()
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     from _masked_lm import data
     from _masked_lm import reporting
     from _masked_lm import training

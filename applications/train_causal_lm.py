@@ -49,6 +49,7 @@ from _causal_lm import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
 
 def parse_args(argv=None):
@@ -62,17 +63,13 @@ def main(argv=None):
     if args.preset is not None:
         quiet_tensorflow_logs()
         from _causal_lm import generation
-        from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
-        keep_tensorflow_off_gpus()
         return generation.generate_only(parser, args, started)
     # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, recipe.MODEL_FLAGS)
     quiet_tensorflow_logs()
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     import keras
-    from _shared.tensorflow_input import keep_tensorflow_off_gpus
-
-    keep_tensorflow_off_gpus()
     from _causal_lm import data as lm_data
     from _causal_lm import generation
     from _causal_lm import reporting

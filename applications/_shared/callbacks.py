@@ -422,6 +422,21 @@ def keep_trained_weights(model, best, backup, trained_path):
             shutil.copyfile(backup.best_weights_path, temporary)
 
 
+def fit_on_stream(model, stream, backup, **fit_args):
+    """`model.fit(**fit_args)`, on the `stream`'s `feed()` if one is given,
+    put back where the `backup` left it first; the feed's prefetching
+    thread stops when `fit` ends, not with the process."""
+    feed = None
+    if stream is not None:
+        backup.restore_stream()
+        feed = fit_args["x"] = stream.feed()
+    try:
+        model.fit(**fit_args)
+    finally:
+        if hasattr(feed, "close"):
+            feed.close()
+
+
 def fit_resumably(
     model,
     run,
@@ -471,16 +486,14 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
-        feed = None
-        if stream is not None:
-            backup.restore_stream()
-            feed = fit_args["x"] = stream.feed()
-        try:
-            model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
-        finally:
-            # A stream's prefetching thread stops here, not with the process.
-            if hasattr(feed, "close"):
-                feed.close()
+        fit_on_stream(
+            model,
+            stream,
+            backup,
+            initial_epoch=initial_epoch,
+            callbacks=callbacks,
+            **fit_args,
+        )
     else:
         # Trained, but interrupted before its weights were kept.
         backup.set_model(model)

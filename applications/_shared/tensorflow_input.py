@@ -9,14 +9,15 @@ GPUs are hidden from it first.
 
 import sys
 
-import keras
-
 
 def keep_tensorflow_off_gpus():
     """Hides the GPUs from TensorFlow unless Keras runs on it; returns
     whether it did. Call it before TensorFlow runs anything (it cannot
     change its devices once its runtime has started): the programs call it
-    right after importing Keras. Without TensorFlow it does nothing."""
+    right after their flags are read. Without TensorFlow it does nothing.
+    Imports Keras (this module may be imported before the flags are)."""
+    import keras
+
     if keras.backend.backend() == "tensorflow":
         return False
     try:

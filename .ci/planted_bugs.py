@@ -7,8 +7,8 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-seventy runs take about twenty-five minutes (the first twenty-six about
-sixteen; 27-70, caught by the programs' unit tests in
+seventy-six runs take about twenty-five minutes (the first twenty-six about
+sixteen; 27-76, caught by the programs' unit tests in
 tests/applications/units, about eight and a half).
 """
 
@@ -644,6 +644,24 @@ BUGS = [
         "first = step * self.batch_size",
         [
             "tests/applications/programs/test_token_shards.py::test_the_batches_do_not_depend_on_processes_and_resume_exactly"
+        ],
+    ),
+    (
+        "The progress lines' input share counts the waits since the start",
+        "applications/_shared/progress.py",
+        '"input_share": min(1.0, (end[2] - start[2]) / seconds),',
+        '"input_share": min(1.0, end[2] / seconds),',
+        [
+            "tests/applications/units/test_progress.py::test_lines_every_n_steps_give_the_figures_of_the_steps_since_the_last"
+        ],
+    ),
+    (
+        "The programs leave TensorFlow its GPUs on JAX and PyTorch",
+        "applications/_shared/tensorflow_input.py",
+        'tf.config.set_visible_devices([], "GPU")',
+        "pass",
+        [
+            "tests/applications/units/test_tensorflow_input.py::test_tensorflow_sees_no_gpu_unless_keras_runs_on_it"
         ],
     ),
 ]

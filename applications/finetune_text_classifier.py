@@ -58,6 +58,7 @@ import time
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 from _text_classifier import recipe
 
 
@@ -73,6 +74,8 @@ def main(argv=None):
     quiet_tensorflow_logs()
     started = time.time()
     import keras
+
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     from _shared.distribute import local_copy
     from _shared.distribute import start
     from _shared.report import plot_history

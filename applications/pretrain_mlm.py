@@ -34,12 +34,18 @@ perplexity over the real masked tokens only (padded mask slots do not count).
 amlp_large build the paper's configurations (keras_gmlp.applications).
 --dataset takes a tensorflow-datasets text corpus prepared under
 --data-dir (e.g. wikipedia/20230601.en, c4, imdb_reviews); its "text"
-feature is used, or --text-feature. The log and history.csv give tokens
-per second and the share of the time spent taking input.
+feature is used, or --text-feature. Batches are taken ahead of the step
+in a background thread. When the output is a log file, not a terminal, a
+line every --log-every-steps steps or --log-every-s seconds gives the
+step, the loss, tokens per second, the share of the time spent waiting for
+input and the time left; the first line the seconds from the start to the
+first step (also in summary.json). history.csv has each checkpoint
+period's tokens per second and input share, and tensorboard/ the same
+scalars as the lines (tensorboardX, no TensorFlow needed).
 
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer; fine-tune them with
-applications/finetune_text_classifier.py), history.csv,
+applications/finetune_text_classifier.py), history.csv, tensorboard/,
 training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
 (which split is which) and run_state.json.
 
@@ -49,12 +55,11 @@ training_curves.png, heldout_accuracy_by_frequency.png (test), summary.json
         --train-files 'corpus/train-*.txt.gz' --dtype-policy mixed_bfloat16
 """
 
-import time
-
 from _masked_lm import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
 
 def parse_args(argv=None):
@@ -67,8 +72,10 @@ def main(argv=None):
     # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, recipe.MODEL_FLAGS)
     quiet_tensorflow_logs()
-    started = time.time()
+    started = run_state.started
     import keras
+
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     from _masked_lm import data
     from _masked_lm import reporting
     from _masked_lm import training

@@ -28,9 +28,14 @@ generates with a quantized copy of the model (`Model.quantize`), and after
 training reports its test perplexity beside float32's; the presets stay
 float.
 
+In a log file (output not a terminal) a line every --log-every-steps
+steps or --log-every-s seconds gives the step, loss, tokens per second,
+input share and time left, and the first the seconds to the first step
+(pretrain_mlm.py's lines; TensorBoard scalars in tensorboard/).
+
 Outputs in --output-dir: best_preset/ (lowest validation perplexity) and
 final_preset/ (keras-hub presets with the tokenizer), history.csv,
-training_curves.png, perplexity_by_position.png (test), generations.json,
+tensorboard/, training_curves.png, perplexity_by_position.png (test), generations.json,
 summary.json (which split is which) and run_state.json.
 
     .venv/bin/python applications/train_causal_lm.py                # a few minutes on a CPU
@@ -44,6 +49,7 @@ from _causal_lm import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
 
 def parse_args(argv=None):
@@ -62,6 +68,7 @@ def main(argv=None):
     # Before TensorFlow loads: a finished run says so at once.
     run_state = open_run(args, recipe.MODEL_FLAGS)
     quiet_tensorflow_logs()
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     import keras
     from _causal_lm import data as lm_data
     from _causal_lm import generation

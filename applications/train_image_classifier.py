@@ -60,6 +60,7 @@ from _image_classifier import recipe
 from _shared.interrupt import run
 from _shared.logs import quiet_tensorflow_logs
 from _shared.run_state import open_run
+from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
 
 def parse_args(argv=None):
@@ -80,6 +81,8 @@ def main(argv=None):
         builder = image_data.tfds_builder(parser, args)
 
     import keras
+
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     from _image_classifier import model as image_model
     from _image_classifier import reporting
     from _image_classifier import training

@@ -51,7 +51,9 @@ def write_generations(output_dir, prompts, generations):
 def generate_only(parser, args, started):
     import keras
     from _shared.report import write_summary
+    from _shared.tensorflow_input import keep_tensorflow_off_gpus
 
+    keep_tensorflow_off_gpus()  # before TensorFlow runs anything
     from keras_gmlp.models import gMLPCausalLM
 
     keras.utils.set_random_seed(args.seed)

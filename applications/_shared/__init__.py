@@ -6,7 +6,8 @@ training in `_text_training`; each program's own parts are in its package
 
 The programs import it as a sibling package (a script's own folder is first
 on `sys.path`); the tests find it through pytest's `pythonpath`. Only
-`flags`, `flag_values`, `files`, `interrupt` and `logs` may be imported before
-the flags are parsed: they use the standard library alone. The other modules
+`flags`, `flag_values`, `files`, `interrupt`, `logs` and `tensorflow_input`
+may be imported before the flags are parsed: they use the standard library
+alone (until called). The other modules
 import Keras.
 """

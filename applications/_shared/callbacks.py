@@ -18,6 +18,7 @@ import math
 import pathlib
 import shutil
 import tempfile
+import time
 import zipfile
 
 import keras
@@ -207,7 +208,11 @@ def save_model(model, path, save=None):
 class StopOnInterrupt(keras.callbacks.Callback):
     """Raises KeyboardInterrupt at the first batch end after a Ctrl-C. While
     it trains, the SIGINT handler only sets a flag (see
-    `interrupt.INTERRUPTED`)."""
+    `interrupt.INTERRUPTED`). Thread-safe (`async_safe`): Keras may call it
+    from a worker thread, and raises what it raises in `fit`'s thread at
+    the next step."""
+
+    async_safe = True
 
     def on_train_begin(self, logs=None):
         TRAINING.set()
@@ -336,6 +341,12 @@ class TrainingBackup(keras.callbacks.Callback):
             self.torch_rng_state = None
 
     def on_epoch_end(self, epoch, logs=None):
+        started = time.perf_counter()
+        self.save_epoch(epoch)
+        # What a checkpoint costs a run: training stops while it is written.
+        print(f"Checkpoint saved in {time.perf_counter() - started:.2f} s.", flush=True)
+
+    def save_epoch(self, epoch):
         weights_path, seeds_path = self.epoch_files(epoch + 1)
         if self.stream is not None:
             self.drop_stream_states(epoch + 1)
@@ -411,6 +422,21 @@ def keep_trained_weights(model, best, backup, trained_path):
             shutil.copyfile(backup.best_weights_path, temporary)
 
 
+def fit_on_stream(model, stream, backup, **fit_args):
+    """`model.fit(**fit_args)`, on the `stream`'s `feed()` if one is given,
+    put back where the `backup` left it first; the feed's prefetching
+    thread stops when `fit` ends, not with the process."""
+    feed = None
+    if stream is not None:
+        backup.restore_stream()
+        feed = fit_args["x"] = stream.feed()
+    try:
+        model.fit(**fit_args)
+    finally:
+        if hasattr(feed, "close"):
+            feed.close()
+
+
 def fit_resumably(
     model,
     run,
@@ -460,10 +486,14 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
-        if stream is not None:
-            backup.restore_stream()
-            fit_args["x"] = stream.feed()
-        model.fit(initial_epoch=initial_epoch, callbacks=callbacks, **fit_args)
+        fit_on_stream(
+            model,
+            stream,
+            backup,
+            initial_epoch=initial_epoch,
+            callbacks=callbacks,
+            **fit_args,
+        )
     else:
         # Trained, but interrupted before its weights were kept.
         backup.set_model(model)

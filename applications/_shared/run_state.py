@@ -13,6 +13,7 @@ import csv
 import json
 import pathlib
 import shutil
+import time
 
 from .files import write_text
 from .flag_parser import keep_output_dir
@@ -68,6 +69,9 @@ class RunState:
         self.stage = stage
         self.restart = restart
         self.resuming = False
+        # This start of the program: the time to its first step counts from
+        # here (a program opens its run first).
+        self.started = time.time()
 
     def begin(self):
         """Discards the earlier run with --restart, and writes the state;

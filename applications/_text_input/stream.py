@@ -90,37 +90,48 @@ class StepStream:
         return keras.tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
 
     def batches(self):
+        """The batches, taken when asked for (the time counted)."""
         while True:
-            yield self.take()
+            yield self.timed_take()
+
+    def timed_take(self):
+        started = time.perf_counter()
+        batch = self.take()
+        self.waited(time.perf_counter() - started)
+        return batch
+
+    def waited(self, seconds):
+        self.input_seconds += seconds
 
     def take(self):
         """The next batch, counted; the stream's state is saved where a
         period ends."""
-        started = time.perf_counter()
         batch = tuple(self.next_batch())
         self.step += 1
-        self.input_seconds += time.perf_counter() - started
         if self.step % self.period == 0:
             self.save(self.snapshot(self.step))
         return batch
 
     def feed(self):
-        """What `fit` trains on: `batches()`, or under a tf.distribute
-        strategy a `tf.data.Dataset` of them that rewinds once. Keras'
-        TensorFlow trainer then iterates its input to build the model,
-        drops that iterator and iterates again to train
+        """What `fit` trains on: the batches taken ahead in a background
+        thread (`prefetch.Prefetch`; close the generator after `fit`), or
+        under a tf.distribute strategy a `tf.data.Dataset` of them that
+        rewinds once. Keras' TensorFlow trainer then iterates its input to
+        build the model, drops that iterator and iterates again to train
         (`_maybe_symbolic_build`): the batches the first iterator took are
-        given again, so training starts where the stream stood."""
-        if keras.backend.backend() != "tensorflow":
-            return self.batches()
-        import tensorflow as tf
+        given again, so training starts where the stream stood.
+        `input_seconds` counts the time `fit` waited for them."""
+        from _text_input.prefetch import Prefetch
 
-        if not tf.distribute.has_strategy():
-            return self.batches()
-        rewind = RewindOnce(self)
-        return tf.data.Dataset.from_generator(
-            rewind.iteration, output_signature=rewind.signature
-        )
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            if tf.distribute.has_strategy():
+                rewind = RewindOnce(self)
+                return tf.data.Dataset.from_generator(
+                    rewind.iteration, output_signature=rewind.signature
+                )
+        return iter(Prefetch(self.take, on_wait=self.waited))
 
     def discard_states(self):
         """Removes the saved states (and their folder's parent, once empty:
@@ -234,7 +245,7 @@ class RewindOnce:
         self.start = stream.step
         self.lock = threading.Lock()
         self.calls = 0
-        self.taken = [stream.take()]
+        self.taken = [stream.timed_take()]
         self.signature = keras.tree.map_structure(
             lambda a: tf.TensorSpec((None, *a.shape[1:]), a.dtype), self.taken[0]
         )
@@ -258,7 +269,7 @@ class RewindOnce:
             with self.lock:
                 if call != self.calls:  # a newer iteration took over
                     return
-                batch = self.stream.take()
+                batch = self.stream.timed_take()
                 if call == 1 and len(self.taken) <= self.limit:
                     self.taken.append(batch)
             yield batch

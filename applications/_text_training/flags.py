@@ -148,6 +148,20 @@ def add_step_flags(parser):
         help="most batches of the validation and of the test split scored",
     )
     group.add_argument(
+        "--log-every-steps",
+        type=positive_int,
+        default=100,
+        help="in a log file (output not a terminal), a progress line every "
+        "this many steps (step, loss, tokens/s, input share, time left) and "
+        "the same TensorBoard scalars",
+    )
+    group.add_argument(
+        "--log-every-s",
+        type=positive_float,
+        default=30.0,
+        help="... or every this many seconds, whichever comes first",
+    )
+    group.add_argument(
         "--dtype-policy",
         choices=DTYPE_POLICIES,
         default="float32",

@@ -3,12 +3,13 @@ steps, the warm-up-cosine AdamW fit of a keras-hub task on a streamed,
 checkpointed input, its throughput, and the summary of a language model's
 run."""
 
-import time
+import sys
 
 import keras
 from _shared.callbacks import fit_resumably
 from _shared.distribute import evaluation_data
-from _shared.report import fit_verbose
+from _shared.progress import TrainingProgress
+from _shared.progress import tensorboard_writer
 from _shared.report import write_summary
 
 from _text_training.flags import check_step_periods
@@ -48,43 +49,6 @@ def warmup_cosine_adamw(learning_rate, weight_decay, total_steps, warmup_steps):
     return keras.optimizers.AdamW(
         learning_rate=schedule, weight_decay=weight_decay, clipnorm=1.0
     )
-
-
-class StepThroughput(keras.callbacks.Callback):
-    """Adds to each checkpoint period's logs (and so to history.csv) the
-    step reached, the tokens trained on per second, and the share of the
-    time spent taking batches from the input stream; prints them."""
-
-    def __init__(self, stream, tokens_per_batch, total_steps):
-        super().__init__()
-        self.stream = stream
-        self.tokens_per_batch = tokens_per_batch
-        self.total_steps = total_steps
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.started = self.last_batch = time.perf_counter()
-        self.input_seconds = self.stream.input_seconds
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.last_batch = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        seconds = max(self.last_batch - self.started, 1e-9)
-        steps = self.stream.period
-        waited = self.stream.input_seconds - self.input_seconds
-        facts = {
-            "step": float((epoch + 1) * steps),
-            "tokens_per_second": steps * self.tokens_per_batch / seconds,
-            "input_share": min(1.0, waited / seconds),
-        }
-        if logs is not None:
-            logs.update(facts)
-        print(
-            f"Step {int(facts['step'])}/{self.total_steps}: "
-            f"{facts['tokens_per_second']:,.0f} tokens/s, "
-            f"{facts['input_share']:.1%} of the time taking input.",
-            flush=True,
-        )
 
 
 def stream_places(args):
@@ -159,6 +123,21 @@ def language_model_stream(args, train, tokenizer, length, finish):
     )
 
 
+def compiled_trainer(task, args, compile_args):
+    """A functional model over the keras-hub `task`'s layers, compiled with
+    `compile_args` (loss and metrics) and `warmup_cosine_adamw`: keras-hub's
+    Task.fit turns its inputs into tf.data; this trains on the stream's
+    batches as they are."""
+    trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
+    trainer.compile(
+        optimizer=warmup_cosine_adamw(
+            args.learning_rate, args.weight_decay, args.steps, args.warmup_steps
+        ),
+        **compile_args,
+    )
+    return trainer
+
+
 def fit_task(
     task,
     stream,
@@ -179,16 +158,18 @@ def fit_task(
     `compile_args` (loss and metrics) and `warmup_cosine_adamw`.
     `ignored_label` is the label the loss skips, if any (see
     `distribute.evaluation_data`)."""
-    # keras-hub's Task.fit turns its inputs into tf.data; a plain functional
-    # model over the same layers trains on the stream's batches as they are.
-    trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
-    trainer.compile(
-        optimizer=warmup_cosine_adamw(
-            args.learning_rate, args.weight_decay, args.steps, args.warmup_steps
-        ),
-        **compile_args,
-    )
+    trainer = compiled_trainer(task, args, compile_args)
     tokens = args.batch_size * getattr(args, "sequence_length", 0)
+    progress = TrainingProgress(
+        stream,
+        tokens,
+        args.steps,
+        args.log_every_steps,
+        args.log_every_s,
+        run.started,
+        write_lines=not sys.stdout.isatty(),
+        scalars=tensorboard_writer(run.output_dir / "tensorboard"),
+    )
     history = fit_resumably(
         trainer,
         run,
@@ -202,10 +183,13 @@ def fit_task(
         epochs=args.steps // args.save_every,
         validation_data=evaluation_data(*validation, ignored_label),
         validation_freq=args.eval_every // args.save_every,
-        callbacks=[StepThroughput(stream, tokens, args.steps)],
+        callbacks=[progress],
         # The stream is shuffled already, from --seed.
         shuffle=False,
-        verbose=fit_verbose(),
+        # A progress bar on a terminal; in a log file, `progress`'s lines
+        # (Keras' own, one per epoch, would make every step wait for the
+        # last: its logger is not `async_safe`).
+        verbose=1 if sys.stdout.isatty() else 0,
     )
     return trainer, history
 
@@ -217,7 +201,19 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
     backbone's spatial filters before training."""
     from keras_gmlp.visualization import toeplitz_scores
 
-    compile_args = {
+    # Scored before training; a resumed run rebuilds the same seeded start.
+    initial_scores = toeplitz_scores(task.backbone)
+    compile_args = language_model_compile_args(metrics)
+    trainer, history = fit_task(
+        task, stream, validation, args, run, compile_args, monitor, ignored_label=0
+    )
+    return trainer, history, initial_scores
+
+
+def language_model_compile_args(metrics):
+    """A language model's loss, cross-entropy on logits that skips label 0,
+    and `metrics`."""
+    return {
         # Label 0 is [PAD]: the positions after a document's end, or the
         # mask slots a short window leaves unused.
         "loss": keras.losses.SparseCategoricalCrossentropy(
@@ -225,12 +221,6 @@ def fit_language_model(task, stream, validation, args, run, metrics, monitor):
         ),
         "metrics": metrics,
     }
-    # Scored before training; a resumed run rebuilds the same seeded start.
-    initial_scores = toeplitz_scores(task.backbone)
-    trainer, history = fit_task(
-        task, stream, validation, args, run, compile_args, monitor, ignored_label=0
-    )
-    return trainer, history, initial_scores
 
 
 def score_heldout(trainer, heldout):
@@ -292,12 +282,16 @@ def throughput(history):
 
 
 def training_facts(args, history):
-    """What summary.json says of training: periods, steps and throughput."""
+    """What summary.json says of training: periods, steps, throughput and
+    the seconds from the program's start to its first step (of its last
+    start, where a run was resumed)."""
+    first_steps = history.metric("seconds_to_first_step")
     return {
         "epochs_completed": len(history.rows),
         "steps_completed": len(history.rows) * args.save_every,
         "steps": args.steps,
         "throughput": throughput(history),
+        "seconds_to_first_step": first_steps[-1] if first_steps else None,
     }
 
 

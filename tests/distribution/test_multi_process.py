@@ -205,8 +205,9 @@ def test_a_lost_process_stops_the_other_and_a_rerun_resumes(tmp_path):
     # Both rerun with the same flags: they resume from the last checkpoint.
     processes, logs = start_processes("pretrain_mlm.py", flags, tmp_path)
     texts = finish(processes, logs)
-    epochs = [int(n) for n in re.findall(r"^Epoch (\d+)/6$", texts[0], re.M)]
-    assert epochs and epochs[0] > 1 and epochs[-1] == 6, epochs
+    # A log file has a line at each checkpoint (every 2 of the 12 steps).
+    steps = [int(n) for n in re.findall(r"^Step (\d+)/12, checkpoint", texts[0], re.M)]
+    assert steps and steps[0] > 2 and steps[-1] == 12, steps
     rows = (output_dir / "history.csv").read_text().strip().splitlines()
     assert len(rows) == 1 + 6
 

@@ -67,3 +67,25 @@ def fast_pretraining_dir():
         load_program("pretrain_mlm").main(["--fast", "--output-dir", folder])
         _FAST_PRETRAINING[backend] = pathlib.Path(folder)
     return _FAST_PRETRAINING[backend]
+
+
+def tensorboard_scalars(folder):
+    """{tag: {step: value}} of the scalars in the TensorBoard event files in
+    `folder`, read with the TFRecord framing and the event protocol buffer
+    alone (no TensorFlow): each record is its length (8 bytes, little
+    endian), a 4-byte check of it, the record and a 4-byte check."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    scalars = {}
+    for path in sorted(pathlib.Path(folder).glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            event = Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, {})[event.step] = value.simple_value
+    return scalars

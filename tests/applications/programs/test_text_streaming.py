@@ -234,7 +234,9 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
     # on TensorFlow, whose Keras fetches ahead, maybe the next one's.
     steps = sorted(int(p.name[5:]) for p in (resumed_dir / "stream").iterdir())
     assert steps[:2] == [2, 4] and all(step > 4 for step in steps[2:]), steps
-    before = history_rows(resumed_dir)
+    # (Columns empty in a row, as seconds_to_first_step after the first,
+    # are left out.)
+    before = [{k: v for k, v in row.items() if v} for row in history_rows(resumed_dir)]
     resumed = program.main(flags + ["--output-dir", str(resumed_dir)])
     rows = history_rows(resumed_dir)
     # Checkpoint periods counted from 1, the interrupted run's rows kept.
@@ -242,6 +244,8 @@ def test_steps_resume_mid_run_with_the_same_weights(tmp_path, monkeypatch):
     # Later rows add the validation columns, empty in these.
     assert [{k: v for k, v in row.items() if v} for row in rows[:2]] == before
     assert rows[-1]["step"] == "6.0" and not (resumed_dir / "backup").exists()
+    # The resumed start's first step is timed in its own first period.
+    assert [bool(row["seconds_to_first_step"]) for row in rows] == [True, False, True]
     assert not (resumed_dir / "stream").exists()
     for key in ("heldout_masked_token_accuracy", "heldout_masked_token_perplexity"):
         np.testing.assert_allclose(resumed[key], summary[key], rtol=1e-5, err_msg=key)

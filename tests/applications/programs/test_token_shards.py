@@ -290,10 +290,11 @@ def test_a_shard_set_that_does_not_fit_the_run_is_refused(written, tmp_path, cap
     assert pathlib.Path(tmp_path / "run").exists()
 
 
-def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
+def test_the_programs_train_on_shards_without_tensorflow(tmp_path, capsys):
     """tokenize_corpus.py --fast, then both language-model programs on its
     shards: on JAX and PyTorch in a process where TensorFlow cannot be
-    imported (on TensorFlow, in this one)."""
+    imported (on TensorFlow, in this one). Their output is not a terminal:
+    a progress line after each step, and the same TensorBoard scalars."""
     import os
     import subprocess
     import sys
@@ -304,6 +305,7 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
     from tests.applications.programs._text_program_helpers import ROOT
     from tests.applications.programs._text_program_helpers import load_program
     from tests.applications.programs._text_program_helpers import read_summary
+    from tests.applications.programs._text_program_helpers import tensorboard_scalars
 
     shards = tmp_path / "shards"
     load_program("tokenize_corpus").main(["--fast", "--output-dir", str(shards)])
@@ -312,12 +314,14 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
     assert finished.value.code == 0
     runs = {
         name: [str(APPLICATIONS / f"{name}.py"), "--fast", "--token-files", str(shards)]
-        + ["--steps", "2", "--output-dir", str(tmp_path / name)]
+        + ["--steps", "2", "--log-every-steps", "1"]
+        + ["--output-dir", str(tmp_path / name)]
         for name in ("pretrain_mlm", "train_causal_lm")
     }
     if keras.backend.backend() == "tensorflow":
         for name, command in runs.items():
             load_program(name).main(command[1:])
+        output = capsys.readouterr().out
     else:
         result = subprocess.run(
             [
@@ -328,10 +332,26 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
             capture_output=True,
             text=True,
             timeout=300,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            env=dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join(
+                    [str(ROOT), os.environ.get("PYTHONPATH", "")]
+                ),
+            ),
         )
         assert result.returncode == 0, result.stderr[-3000:]
         assert "TensorFlow modules loaded: []" in result.stdout
+        output = result.stdout
+    # Per program (a checkpoint every step): the first step, its period's
+    # end, step 2's line and its period's end.
+    lines = [line for line in output.splitlines() if line.startswith("Step ")]
+    assert [line.split(":")[0] for line in lines] == 2 * [
+        "Step 1/2",
+        "Step 1/2, checkpoint",
+        "Step 2/2",
+        "Step 2/2, checkpoint",
+    ], output
+    assert "first step done" in lines[0] and "left" in lines[2]
     manifest = json.loads((shards / shard_set.MANIFEST).read_text())
     for name in runs:
         summary = read_summary(tmp_path / name)
@@ -340,8 +360,32 @@ def test_the_programs_train_on_shards_without_tensorflow(tmp_path):
         assert splits["train"]["tokens"] == manifest["parts"]["train"]["tokens"]
         assert summary["vocabulary_size"] == manifest["vocabulary"]["size"]
         assert summary["steps_completed"] == 2
+        assert summary["seconds_to_first_step"] > 0
+        scalars = tensorboard_scalars(tmp_path / name / "tensorboard")
+        # The periods' ends, and step 2's line (step 1 compiles: no figures).
+        history = history_rows(tmp_path / name)
+        assert scalars["period/loss"] == {
+            1: pytest.approx(history[0]["loss"]),
+            2: pytest.approx(history[1]["loss"]),
+        }
+        assert set(scalars["train/loss"]) == {2}
+        assert scalars["period/seconds_to_first_step"] == {
+            1: pytest.approx(summary["seconds_to_first_step"])
+        }
+        assert "seconds_to_first_step" not in history[1]
+        for tag in ("tokens_per_second", "input_share", "seconds_left"):
+            assert set(scalars[f"train/{tag}"]) == {2}
         kept = (tmp_path / name / "vocabulary.txt").read_bytes()
         assert kept == (shards / shard_set.VOCABULARY).read_bytes()
+
+
+def history_rows(output_dir):
+    """The rows of a run's history.csv, as floats."""
+    import csv
+
+    with open(output_dir / "history.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [{name: float(v) for name, v in row.items() if v} for row in rows]
 
 
 @pytest.mark.backend_independent

@@ -1,5 +1,5 @@
 """What the text programs train with: the learning rate inside the optimizer
-that `fit_task` compiles the trainer with (a linear warm-up from 0 to the
+that `fit_task` compiles its trainer with (a linear warm-up from 0 to the
 peak at --warmup-steps, then a cosine to 0 at --steps, computed here with
 numpy), and the dtype policy --dtype-policy mixed_bfloat16 gives each text
 program's model: computing in bfloat16, keeping float32 variables."""
@@ -21,32 +21,20 @@ def expected_rates(steps, peak, warmup, total):
     return np.where(steps < warmup, warming, decaying)
 
 
-def compiled_trainer(monkeypatch, **flags):
-    """The trainer `fit_task` compiles for `flags`, fit replaced by a
-    record of the trainer."""
+def compiled_trainer(**flags):
+    """The trainer `fit_task` trains (`training.compiled_trainer`) for
+    `flags`."""
     from _text_training import training as text_training
 
-    seen = {}
-    monkeypatch.setattr(
-        text_training, "fit_resumably", lambda model, run, **kw: seen.update(m=model)
-    )
     inputs = keras.Input((2,))
     task = keras.Model(inputs, keras.layers.Dense(3)(inputs))
-    task.save_to_preset = lambda path: None
-    args = types.SimpleNamespace(
-        **{"batch_size": 4, "patience": None, "save_every": 4, "eval_every": 4},
-        **flags,
-    )
-    stream = types.SimpleNamespace(period=args.save_every)
-    validation = (np.ones((4, 2)), np.arange(4))
-    text_training.fit_task(task, stream, validation, args, "run", {"loss": "mse"}, "m")
-    return seen["m"]
+    args = types.SimpleNamespace(batch_size=4, **flags)
+    return text_training.compiled_trainer(task, args, {"loss": "mse"})
 
 
 @pytest.mark.parametrize("peak, warmup, total", [(2e-3, 8, 40), (1e-4, 4, 12)])
-def test_fit_task_compiles_the_warmup_cosine_schedule(monkeypatch, peak, warmup, total):
+def test_fit_task_compiles_the_warmup_cosine_schedule(peak, warmup, total):
     trainer = compiled_trainer(
-        monkeypatch,
         learning_rate=peak,
         weight_decay=0.05,
         steps=total,

@@ -6,7 +6,8 @@
 # keras-hub at the versions this environment has, so the card runs what CI
 # tests, the dependencies the host lacks, and this package's wheel.
 # keras-hub comes without its dependencies: its tensorflow-text is imported
-# only on TensorFlow. The device tool carries at most 64 MiB.
+# only on TensorFlow. tensorboardX writes the programs' TensorBoard scalars
+# where TensorFlow is not installed, as on the card. The device tool carries at most 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-.venv/bin/python}
@@ -17,7 +18,7 @@ rm -rf .whl.partial && mkdir .whl.partial
   --platform manylinux2014_x86_64 -d .whl.partial \
   "keras==$(version keras)" "keras-hub==$(version keras-hub)" "namex==$(version namex)" \
   "optree==$(version optree)" "kagglehub==$(version kagglehub)" \
-  "kagglesdk==$(version kagglesdk)"
+  "kagglesdk==$(version kagglesdk)" "tensorboardX==$(version tensorboardX)"
 "$py" -m pip wheel -q --no-deps --no-build-isolation -w .whl.partial .
 size_kib=$(du -sk .whl.partial | cut -f1)
 if [ "$size_kib" -gt $((64 * 1024)) ]; then

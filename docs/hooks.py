@@ -4,7 +4,9 @@ One source per fact: the pages below are made from the repository's own
 files when the site is built, never copied into docs/.
 
 - guides/*.py (keras.io tutobooks) become pages: their text cells as
-  Markdown, their code cells as Python blocks;
+  Markdown, their code cells as Python blocks, each followed by what it
+  printed and drew when docs/render_guides.py ran the guide (a render
+  older than its guide is a warning, so an error under --strict);
 - benchmarks/README.md and benchmarks/docs/*.md (with their figures) are
   served at the same relative paths, so their links hold;
 - each program's page gets its module docstring and its `--help`;
@@ -24,6 +26,7 @@ import re
 import subprocess
 import sys
 
+import tutobook  # docs/tutobook.py: mkdocs puts the hooks' folder on sys.path
 from mkdocs.structure.files import File
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -121,21 +124,23 @@ def on_page_markdown(markdown, page, config, files):
 
 def tutobook_markdown(path):
     """A tutobook as Markdown: the header as title and summary, each
-    top-level string a text cell, the code between them Python blocks."""
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    out, start = [], 0
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            out.append(_code_block(lines[start : node.lineno - 1]))
-            out.append(_linked(_text_cell(node.value.value, start == 0, path.name)))
-            start = node.end_lineno
-    out.append(_code_block(lines[start:]))
+    top-level string a text cell, the code between them Python blocks, each
+    followed by what it printed and drew (docs/guides/NAME/render.json)."""
+    render = tutobook.load_render(path)
+    for problem in tutobook.render_problems(path, render):
+        LOG.warning("guides/%s", problem)
+    outputs = iter(render["cells"] if render else [])
+    out = []
+    for kind, text, _ in tutobook.cells(path.read_text(encoding="utf-8")):
+        if kind == "text":
+            out.append(_linked(_text_cell(text, not out, path.name)))
+            if len(out) == 1 and render:
+                out.append(tutobook.render_note(render))
+            continue
+        out.append(f"```python\n{text}\n```")
+        cell = next(outputs, None)
+        if cell is not None:
+            out.append(tutobook.output_markdown(cell, path.stem))
     return "\n\n".join(part for part in out if part)
 
 
@@ -160,11 +165,6 @@ def _linked(text):
         return f"[{name}]({stems[0]}.md)" if len(stems) == 1 else match.group(0)
 
     return re.sub(r"(?<![*\w])\*([A-Z][^*\n]+)\*(?![*\w])", link, text)
-
-
-def _code_block(lines):
-    code = "\n".join(lines).strip("\n")
-    return f"```python\n{code}\n```" if code.strip() else ""
 
 
 def program_text(name):

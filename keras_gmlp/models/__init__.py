@@ -13,6 +13,7 @@ keras-hub is the `hub` extra: without it, importing this package raises
 one `ModuleNotFoundError` that names it (`pip install "keras-gmlp[hub]"`).
 """
 
+from keras_gmlp import _tensorflow_start
 from keras_gmlp._compat import requires_hub_extra
 
 with requires_hub_extra("keras_gmlp.models"):
@@ -57,3 +58,7 @@ __all__ = [
     "MLPMixerImageClassifierPreprocessor",
     "MLPMixerImageConverter",
 ]
+
+# keras-hub has loaded TensorFlow: no `failed call to cuInit` error line on
+# a machine without a GPU driver.
+_tensorflow_start.initialise_tensorflow_devices_quietly()

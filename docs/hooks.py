@@ -168,8 +168,11 @@ def _linked(text):
 
 
 def program_text(name):
-    """The program's module docstring and its `--help` (flags are parsed
-    before Keras is imported, so this is quick)."""
+    """The program's module docstring, once, as Markdown (its paragraphs
+    reflow with the page; its indented commands become shell blocks), and
+    its `--help` without what the page already shows (the docstring is the
+    help's description and epilog). Flags are parsed before Keras is
+    imported, so `--help` is quick."""
     doc = ast.get_docstring(
         ast.parse((ROOT / "applications" / f"{name}.py").read_text())
     )
@@ -182,11 +185,29 @@ def program_text(name):
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
+    ).stdout.strip()
+    flags = help_text.removesuffix(details.strip()).rstrip()
+    flags = flags.replace(f"\n\n{summary.strip()}\n\n", "\n\n", 1)
+    if flags == help_text or summary.strip() in flags:
+        LOG.warning("%s --help: its docstring is no longer its help's text", name)
     return (
-        f"{summary}\n\n```text\n{details.strip()}\n```\n\n## Flags\n\n"
-        f"```text\n{help_text.strip()}\n```\n"
+        f"{summary}\n\n{_docstring_markdown(details)}\n\n## Flags\n\n"
+        f"```text\n{flags}\n```\n"
     )
+
+
+def _docstring_markdown(text):
+    """A program docstring's paragraphs as Markdown; a paragraph indented
+    by four spaces (the commands) as a shell block."""
+    blocks = []
+    for paragraph in re.split(r"\n\s*\n", inspect.cleandoc(text)):
+        lines = paragraph.splitlines()
+        if all(line.startswith("    ") for line in lines):
+            code = "\n".join(line[4:] for line in lines)
+            blocks.append(f"```bash\n{code}\n```")
+        else:
+            blocks.append(paragraph)
+    return "\n\n".join(blocks)
 
 
 def public_names(package):

@@ -9,11 +9,11 @@ them, so `keras.saving.load_model` finds saved text and keras-hub image
 models.
 """
 
-from keras_gmlp import _tensorflow_start
 from keras_gmlp import applications
 from keras_gmlp import distribution
 from keras_gmlp import layers
 from keras_gmlp import visualization
+from keras_gmlp.utils import _tensorflow_start
 
 __version__ = "0.1.0"
 

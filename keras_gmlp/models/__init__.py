@@ -13,8 +13,8 @@ keras-hub is the `hub` extra: without it, importing this package raises
 one `ModuleNotFoundError` that names it (`pip install "keras-gmlp[hub]"`).
 """
 
-from keras_gmlp import _tensorflow_start
 from keras_gmlp._compat import requires_hub_extra
+from keras_gmlp.utils import _tensorflow_start
 
 with requires_hub_extra("keras_gmlp.models"):
     from keras_gmlp.models.gmlp import CausalLMPerplexity

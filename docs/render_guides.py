@@ -120,8 +120,7 @@ def render_one(guide, backend, fast):
                 failed = True
             else:
                 failed = False
-        # The scratch folder is the guide's TMPDIR: print it as a reader's.
-        text = output.getvalue().replace(scratch, "/tmp")
+        text = as_a_reader_sees(output.getvalue(), scratch)
         if failed:
             print(text, file=sys.stderr)
             return 1
@@ -134,6 +133,15 @@ def render_one(guide, backend, fast):
         rendered.append({"line": line, "output": text, "figures": names})
     write_render(guide, backend, fast, rendered, figures, time.monotonic() - start)
     return 0
+
+
+def as_a_reader_sees(text, scratch):
+    """`text` with this machine's paths as a reader's: the scratch folder
+    (the guide's TMPDIR) as /tmp, the checkout relative, the environment
+    as the README's `.venv`."""
+    text = text.replace(scratch, "/tmp")
+    text = text.replace(f"{tutobook.ROOT}{os.sep}", "")
+    return text.replace(sys.prefix, ".venv")
 
 
 def pngs(folder):

@@ -45,6 +45,9 @@ def test_the_render_is_the_guide_as_it_is(guide):
     render = tutobook.load_render(guide)
     assert tutobook.render_problems(guide, render) == []
     assert render["guide"] == guide.name
+    # Paths as a reader's: the checkout relative, `.venv`, /tmp.
+    for cell in render["cells"]:
+        assert str(ROOT) not in cell["output"] and "render-guide-" not in cell["output"]
 
 
 def test_a_changed_guide_makes_its_render_stale(tmp_path):

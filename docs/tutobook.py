@@ -95,15 +95,19 @@ def output_markdown(cell, stem):
     return "\n\n".join(parts)
 
 
+BACKENDS = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
 def render_note(render):
     """The line above a guide's first output: how the outputs were made."""
     mode = (
-        "in its fast mode (`KERAS_GMLP_GUIDE_FAST=1`: smaller data, models and "
-        "training than the full run)"
+        "in its fast mode (`KERAS_GMLP_GUIDE_FAST=1`: less data, smaller "
+        "models and shorter training than the full run)"
         if render["fast"]
         else "with its full settings"
     )
     return (
-        f"The outputs under the code cells are the guide's own, printed when "
-        f"it ran on {render['backend']} {mode} (`docs/render_guides.py`)."
+        "The outputs under the code cells are the guide's own, from a run on "
+        f"{BACKENDS[render['backend']]} {mode}, recorded by "
+        "`docs/render_guides.py`."
     )

@@ -30,7 +30,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-
 import keras
 import matplotlib
 

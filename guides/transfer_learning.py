@@ -37,7 +37,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-
 import keras
 import numpy as np
 from safetensors.numpy import save_file

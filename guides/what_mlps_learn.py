@@ -32,7 +32,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-
 import keras
 import numpy as np
 from sklearn.datasets import load_digits

@@ -74,6 +74,9 @@ def main():
     with tempfile.TemporaryDirectory() as directory:
         for family in ("gmlp", "mixer"):
             check_timm_family(family, directory)
+    goldfish = np.eye(1000, dtype="float32")[1:2]
+    decoded = keras_gmlp.applications.decode_predictions(goldfish, top=1)
+    assert decoded[0][0][:2] == ("n01443537", "goldfish"), decoded
     check_hub_error(lambda: __import__("keras_gmlp.models"), "keras_gmlp.models")
     check_hub_error(
         lambda: keras_gmlp.applications.gMLPBase(include_top=False),
@@ -83,8 +86,8 @@ def main():
     assert not loaded, loaded
     print(
         "no keras-hub or TensorFlow installed; the timm gMLP and Mixer "
-        "fixtures match timm and reload from .keras; keras_gmlp.models "
-        "names the hub extra"
+        "fixtures match timm and reload from .keras; decode_predictions "
+        "decodes; keras_gmlp.models names the hub extra"
     )
 
 

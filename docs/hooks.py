@@ -4,7 +4,9 @@ One source per fact: the pages below are made from the repository's own
 files when the site is built, never copied into docs/.
 
 - guides/*.py (keras.io tutobooks) become pages: their text cells as
-  Markdown, their code cells as Python blocks;
+  Markdown, their code cells as Python blocks, each followed by what it
+  printed and drew when docs/render_guides.py ran the guide (a render
+  older than its guide is a warning, so an error under --strict);
 - benchmarks/README.md and benchmarks/docs/*.md (with their figures) are
   served at the same relative paths, so their links hold;
 - each program's page gets its module docstring and its `--help`;
@@ -24,6 +26,7 @@ import re
 import subprocess
 import sys
 
+import tutobook  # docs/tutobook.py: mkdocs puts the hooks' folder on sys.path
 from mkdocs.structure.files import File
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -121,21 +124,23 @@ def on_page_markdown(markdown, page, config, files):
 
 def tutobook_markdown(path):
     """A tutobook as Markdown: the header as title and summary, each
-    top-level string a text cell, the code between them Python blocks."""
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    out, start = [], 0
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            out.append(_code_block(lines[start : node.lineno - 1]))
-            out.append(_linked(_text_cell(node.value.value, start == 0, path.name)))
-            start = node.end_lineno
-    out.append(_code_block(lines[start:]))
+    top-level string a text cell, the code between them Python blocks, each
+    followed by what it printed and drew (docs/guides/NAME/render.json)."""
+    render = tutobook.load_render(path)
+    for problem in tutobook.render_problems(path, render):
+        LOG.warning("guides/%s", problem)
+    outputs = iter(render["cells"] if render else [])
+    out = []
+    for kind, text, _ in tutobook.cells(path.read_text(encoding="utf-8")):
+        if kind == "text":
+            out.append(_linked(_text_cell(text, not out, path.name)))
+            if len(out) == 1 and render:
+                out.append(tutobook.render_note(render))
+            continue
+        out.append(f"```python\n{text}\n```")
+        cell = next(outputs, None)
+        if cell is not None:
+            out.append(tutobook.output_markdown(cell, path.stem))
     return "\n\n".join(part for part in out if part)
 
 
@@ -162,14 +167,12 @@ def _linked(text):
     return re.sub(r"(?<![*\w])\*([A-Z][^*\n]+)\*(?![*\w])", link, text)
 
 
-def _code_block(lines):
-    code = "\n".join(lines).strip("\n")
-    return f"```python\n{code}\n```" if code.strip() else ""
-
-
 def program_text(name):
-    """The program's module docstring and its `--help` (flags are parsed
-    before Keras is imported, so this is quick)."""
+    """The program's module docstring, once, as Markdown (its paragraphs
+    reflow with the page; its indented commands become shell blocks), and
+    its `--help` without what the page already shows (the docstring is the
+    help's description and epilog). Flags are parsed before Keras is
+    imported, so `--help` is quick."""
     doc = ast.get_docstring(
         ast.parse((ROOT / "applications" / f"{name}.py").read_text())
     )
@@ -182,11 +185,29 @@ def program_text(name):
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
+    ).stdout.strip()
+    flags = help_text.removesuffix(details.strip()).rstrip()
+    flags = flags.replace(f"\n\n{summary.strip()}\n\n", "\n\n", 1)
+    if flags == help_text or summary.strip() in flags:
+        LOG.warning("%s --help: its docstring is no longer its help's text", name)
     return (
-        f"{summary}\n\n```text\n{details.strip()}\n```\n\n## Flags\n\n"
-        f"```text\n{help_text.strip()}\n```\n"
+        f"{summary}\n\n{_docstring_markdown(details)}\n\n## Flags\n\n"
+        f"```text\n{flags}\n```\n"
     )
+
+
+def _docstring_markdown(text):
+    """A program docstring's paragraphs as Markdown; a paragraph indented
+    by four spaces (the commands) as a shell block."""
+    blocks = []
+    for paragraph in re.split(r"\n\s*\n", inspect.cleandoc(text)):
+        lines = paragraph.splitlines()
+        if all(line.startswith("    ") for line in lines):
+            code = "\n".join(line[4:] for line in lines)
+            blocks.append(f"```bash\n{code}\n```")
+        else:
+            blocks.append(paragraph)
+    return "\n\n".join(blocks)
 
 
 def public_names(package):

@@ -30,8 +30,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-import tempfile
-
 import keras
 import matplotlib
 
@@ -44,7 +42,9 @@ import keras_gmlp
 
 # `KERAS_GMLP_GUIDE_FAST=1` shrinks data and training so CI can run the guide.
 FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
-OUTPUT_DIR = tempfile.mkdtemp(prefix="keras_gmlp_getting_started_")
+# Its figures and files go to outputs/guides/ in the current folder.
+OUTPUT_DIR = os.path.join("outputs", "guides", "getting_started")
+os.makedirs(OUTPUT_DIR, exist_ok=True)
 keras.utils.set_random_seed(42)
 print("Backend:", keras.backend.backend())
 
@@ -146,7 +146,7 @@ ax.set_xlabel("source token n")
 ax.set_ylabel("output token m")
 ax.set_title("Trained SGU kernel W")
 figure.colorbar(image, ax=ax, shrink=0.8, label="W[m, n]")
-figure.savefig(os.path.join(OUTPUT_DIR, "sgu_kernel.png"), dpi=120)
+figure.savefig(os.path.join(OUTPUT_DIR, "sgu_kernel.png"), dpi=100)
 plt.close(figure)
 print("Saved", os.path.join(OUTPUT_DIR, "sgu_kernel.png"))
 

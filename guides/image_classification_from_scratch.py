@@ -30,7 +30,6 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
 import math
-import tempfile
 
 import keras
 import matplotlib
@@ -47,7 +46,9 @@ from keras_gmlp.visualization import plot_spatial_weights
 
 # `KERAS_GMLP_GUIDE_FAST=1` uses the digits and a few epochs, so CI can run it.
 FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
-OUTPUT_DIR = tempfile.mkdtemp(prefix="keras_gmlp_from_scratch_")
+# Its figures and files go to outputs/guides/ in the current folder.
+OUTPUT_DIR = os.path.join("outputs", "guides", "image_classification_from_scratch")
+os.makedirs(OUTPUT_DIR, exist_ok=True)
 keras.utils.set_random_seed(42)
 
 """
@@ -251,7 +252,7 @@ for name, history in histories.items():
         ax.set_ylabel(key)
 accuracy_ax.legend()
 curves_path = os.path.join(OUTPUT_DIR, "training_curves.png")
-figure.savefig(curves_path, dpi=120)
+figure.savefig(curves_path, dpi=100)
 plt.close(figure)
 print("Saved", curves_path)
 
@@ -272,7 +273,7 @@ spread evenly.
 
 figure = plot_spatial_weights(gmlp_classifier)
 spatial_path = os.path.join(OUTPUT_DIR, "spatial_weights.png")
-figure.savefig(spatial_path, dpi=150)
+figure.savefig(spatial_path, dpi=100)
 print("Saved", spatial_path)
 
 rows, columns = 8, 8

@@ -37,8 +37,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-import tempfile
-
 import keras
 import numpy as np
 from safetensors.numpy import save_file
@@ -52,7 +50,9 @@ from keras_gmlp.applications import timm_state_dict
 from keras_gmlp.applications.gmlp import gMLP
 
 FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
-OUTPUT_DIR = tempfile.mkdtemp(prefix="keras_gmlp_transfer_")
+# Its figures and files go to outputs/guides/ in the current folder.
+OUTPUT_DIR = os.path.join("outputs", "guides", "transfer_learning")
+os.makedirs(OUTPUT_DIR, exist_ok=True)
 keras.utils.set_random_seed(42)
 
 digits = load_digits()

@@ -32,8 +32,6 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # or "tensorflow", "torch"
 
-import tempfile
-
 import keras
 import numpy as np
 from sklearn.datasets import load_digits
@@ -48,7 +46,9 @@ from keras_gmlp.visualization import toeplitz_scores
 FAST = os.environ.get("KERAS_GMLP_GUIDE_FAST") == "1"
 EPOCHS = 2 if FAST else 30
 SEEDS = [0] if FAST else [0, 1, 2]
-OUTPUT_DIR = tempfile.mkdtemp(prefix="keras_gmlp_what_mlps_learn_")
+# Its figures and files go to outputs/guides/ in the current folder.
+OUTPUT_DIR = os.path.join("outputs", "guides", "what_mlps_learn")
+os.makedirs(OUTPUT_DIR, exist_ok=True)
 
 """
 ## The data, and one fixed permutation
@@ -197,7 +197,7 @@ paired, local detectors of the MLP-Mixer paper.
 figure = plot_token_mixing_units(
     trained["mixer", "original"], blocks=[0, 1], units=range(8)
 )
-figure.savefig(os.path.join(OUTPUT_DIR, "token_mixing_units.png"), dpi=120)
+figure.savefig(os.path.join(OUTPUT_DIR, "token_mixing_units.png"), dpi=100)
 print("Saved", os.path.join(OUTPUT_DIR, "token_mixing_units.png"))
 
 """
@@ -239,7 +239,7 @@ print(
     f"{trained_toeplitz_score:.2f} after training"
 )
 figure = plot_text_spatial_filters(copier, tokens=[8, 16, 23])
-figure.savefig(os.path.join(OUTPUT_DIR, "spatial_filters.png"), dpi=120)
+figure.savefig(os.path.join(OUTPUT_DIR, "spatial_filters.png"), dpi=100)
 
 """
 ## Conclusion

@@ -13,7 +13,12 @@ from keras_gmlp import applications
 from keras_gmlp import distribution
 from keras_gmlp import layers
 from keras_gmlp import visualization
+from keras_gmlp.utils import _tensorflow_start
 
 __version__ = "0.1.0"
+
+# On the TensorFlow backend: no `failed call to cuInit` error line on a
+# machine without a GPU driver.
+_tensorflow_start.initialise_tensorflow_devices_quietly()
 
 __all__ = ["applications", "distribution", "layers", "visualization"]

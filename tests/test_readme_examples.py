@@ -9,8 +9,12 @@ randomly initialised gMLP-S by `timm_state_dict`, so the example's timm
 loading path runs for real). Nothing else is written for an example.
 """
 
+import os
 import pathlib
 import re
+import subprocess
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -41,6 +45,73 @@ def test_readme_has_three_examples():
     )
 
 
+# A C++ log line at the error or fatal level: "E0000 00:00:17957.. 123 util.cc:131] ...".
+ERROR_LINE = re.compile(r"^[EF]\d{4} .*$", re.M)
+# TensorFlow's once-a-process notice that oneDNN runs an int64 op through
+# Eigen; example 3 turns oneDNN off before TensorFlow loads, which only a
+# fresh process shows (test_the_examples_start_with_no_error_line).
+ONEDNN_INT64 = "oneDNN supports DT_INT64"
+# This test process loaded TensorFlow before any example could set it.
+ONEDNN_ON_HERE = os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "0"
+
+
+def error_lines(stderr, oneDNN_on=False):
+    return [
+        line
+        for line in ERROR_LINE.findall(stderr)
+        if not (oneDNN_on and ONEDNN_INT64 in line)
+    ]
+
+
+@pytest.mark.backend_independent
+def test_error_lines_are_found():
+    stderr = (
+        "I0000 00:00:1795.1 1 port.cc:153] oneDNN custom operations are on.\n"
+        "E0000 00:00:1795.2 1 cuda_platform.cc:52] failed call to cuInit: (303)\n"
+        f"E0000 00:00:1795.3 1 util.cc:131] {ONEDNN_INT64} only on platforms\n"
+        "W0000 00:00:1795.4 1 loop_optimizer.cc:934] Skipping loop optimization\n"
+    )
+    assert len(error_lines(stderr)) == 2
+    assert len(error_lines(stderr, oneDNN_on=True)) == 1
+
+
+# Example 3's lines up to its data, then keras-hub's text packing in
+# tf.data (where oneDNN's int64 notice comes from) on a tiny vocabulary.
+FRESH_START = """
+{prelude}
+tokenizer = keras_gmlp.models.gMLPTokenizer(
+    vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "for"]
+)
+preprocessor = keras_gmlp.models.gMLPCausalLMPreprocessor(tokenizer, sequence_length=8)
+for batch in tf.data.Dataset.from_tensor_slices(["the for", "for"]).batch(2).map(
+    preprocessor
+):
+    pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.backend_independent
+def test_the_examples_start_with_no_error_line(tmp_path):
+    """In a fresh process, as a reader runs it: TensorFlow loaded, then
+    keras_gmlp (no `failed call to cuInit` line without a GPU driver), and
+    example 3's text packing (no oneDNN int64 line)."""
+    code = [c for c in python_examples([README]) if "gMLPCausalLM(" in c][0]
+    prelude = code.split("\ntexts = ")[0]
+    assert "import keras_gmlp.models" in prelude
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_START.format(prelude=prelude)],
+        cwd=tmp_path,
+        env=dict(env, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="0"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert error_lines(result.stderr) == [], result.stderr[-3000:]
+
+
 def write_timm_checkpoint(path):
     import keras
     from safetensors.numpy import save_file
@@ -55,13 +126,25 @@ def write_timm_checkpoint(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(python_examples())))
-def test_readme_example_runs(index, tmp_path, monkeypatch):
+def test_readme_example_runs(index, tmp_path, monkeypatch, capfd):
     code = python_examples()[index]
     monkeypatch.chdir(tmp_path)
+    # What an example sets for TensorFlow is undone after it.
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     if CHECKPOINT in code:
         write_timm_checkpoint(tmp_path / CHECKPOINT)  # what FETCH downloads
+    capfd.readouterr()
     namespace = {"__name__": "readme"}
-    exec(compile(code, f"README.md example {index}", "exec"), namespace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        exec(compile(code, f"README.md example {index}", "exec"), namespace)
+    assert error_lines(capfd.readouterr().err, oneDNN_on=ONEDNN_ON_HERE) == []
+    if index < len(python_examples([README])):
+        # docs/library.md's preset example fits numpy arrays through
+        # keras-hub, whose own dataset then draws Keras' `shuffle=True is
+        # ignored` warning; the README's examples draw none.
+        warned = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        assert warned == []
     for name in re.findall(r"savefig\(\"([^\"]+)\"\)", code):
         assert (tmp_path / name).stat().st_size > 0
     checks = [check for marker, check in RESULT_CHECKS.items() if marker in code]

@@ -1,6 +1,16 @@
 """ImageNet input and output helpers of the image classifiers."""
 
-from keras_gmlp._compat import requires_hub_extra
+import functools
+import importlib.resources
+
+import keras
+import numpy as np
+
+# ImageNet-1k's classes in the order of timm's weights (WordNet ids,
+# sorted), one `wordnet_id name` line each: the table keras-hub's
+# `decode_imagenet_predictions` uses, shipped here (20 KB) so that decoding
+# needs neither keras-hub nor a download.
+_CLASS_FILE = "imagenet_classes.txt"
 
 
 def preprocess_input(x, data_format=None):
@@ -32,9 +42,9 @@ def decode_predictions(preds, top=5):
     """Decodes the predictions of an ImageNet-1k classifier.
 
     Returns what `keras.applications.imagenet_utils.decode_predictions` does,
-    without its download: the class list is keras-hub's built-in ImageNet
-    table (imported on first call; keras-hub is the `hub` extra), in the
-    class order the timm ImageNet weights use.
+    without its download: the class names ship with keras-gmlp
+    (`imagenet_classes.txt`, keras-hub's ImageNet table), in the class order
+    the timm ImageNet weights use.
 
     Args:
         preds: array of shape `(samples, 1000)`.
@@ -56,7 +66,25 @@ def decode_predictions(preds, top=5):
         raise ValueError(
             f"`top` must be an integer in [1, 1000]. Received: top={top!r}"
         )
-    with requires_hub_extra("keras_gmlp.applications.decode_predictions"):
-        from keras_hub.utils import decode_imagenet_predictions
+    preds = keras.ops.convert_to_numpy(preds)
+    if preds.ndim != 2 or preds.shape[1] != 1000:
+        raise ValueError(
+            "`preds` must have the shape (samples, 1000). "
+            f"Received: preds.shape={preds.shape}"
+        )
+    classes = _imagenet_classes()
+    results = []
+    for row in preds:
+        best = np.argsort(-row, kind="stable")[:top]
+        results.append([(*classes[i], float(row[i])) for i in best])
+    return results
 
-    return decode_imagenet_predictions(preds, top=top, include_synset_ids=True)
+
+@functools.cache
+def _imagenet_classes():
+    """The 1,000 `(wordnet_id, name)` pairs, in class order."""
+    text = importlib.resources.files(__package__).joinpath(_CLASS_FILE).read_text()
+    classes = tuple(tuple(line.split(" ")) for line in text.splitlines())
+    if len(classes) != 1000 or any(len(pair) != 2 for pair in classes):
+        raise ValueError(f"{_CLASS_FILE} must hold 1000 `wordnet_id name` lines")
+    return classes

@@ -14,6 +14,7 @@ one `ModuleNotFoundError` that names it (`pip install "keras-gmlp[hub]"`).
 """
 
 from keras_gmlp._compat import requires_hub_extra
+from keras_gmlp.utils import _tensorflow_start
 
 with requires_hub_extra("keras_gmlp.models"):
     from keras_gmlp.models.gmlp import CausalLMPerplexity
@@ -57,3 +58,7 @@ __all__ = [
     "MLPMixerImageClassifierPreprocessor",
     "MLPMixerImageConverter",
 ]
+
+# keras-hub has loaded TensorFlow: no `failed call to cuInit` error line on
+# a machine without a GPU driver.
+_tensorflow_start.initialise_tensorflow_devices_quietly()

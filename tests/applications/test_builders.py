@@ -239,6 +239,16 @@ def test_decode_predictions_offline_in_imagenet_order():
         applications.decode_predictions(preds, top=0)
 
 
+def test_the_shipped_class_names_are_keras_hubs_table():
+    keras_hub = pytest.importorskip("keras_hub")
+    preds = np.eye(1000, dtype="float32")
+    decoded = applications.decode_predictions(preds, top=1)
+    assert [row[0][1] for row in decoded] == [
+        keras_hub.utils.imagenet_id_to_name(i) for i in range(1000)
+    ]
+    assert len({row[0][0] for row in decoded}) == 1000
+
+
 def test_imagenet_weights_load_offline_from_the_cache(monkeypatch, tmp_path):
     # The cached file of gMLP-S's public weights; a reduced gMLP with that
     # variant reads it, so the test needs neither network nor 80 MB.

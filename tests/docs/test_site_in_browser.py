@@ -1,7 +1,8 @@
 """The documentation site as a person sees it: Debian's Chromium, headless,
-opens the built home page and one API page from a local HTTP server, and
-the rendered page has the site's title, its navigation, a code block and
-no error.
+opens the built home page, one API page and one guide from a local HTTP
+server, and the rendered page has the site's title, its navigation, a code
+block and no error; the guide shows a cell's printed output and a figure
+the server serves as a PNG.
 
 The site is built by `.ci/run` (`mkdocs build --strict`), which runs this
 with DOCS_SITE set to the built folder; without it, or without Chromium,
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -23,6 +25,8 @@ import pytest
 pytestmark = pytest.mark.backend_independent
 
 SITE = os.environ.get("DOCS_SITE")
+# A guide that prints and draws (docs/guides/getting_started/render.json).
+GUIDE = "guides/getting_started/"
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -90,13 +94,20 @@ def pages(tmp_path_factory):
     browser = chromium()
     profile = tmp_path_factory.mktemp("chromium-profile")
     with served(SITE) as root:
-        return {
+        pages = {
             page: rendered(browser, f"{root}/{page}", profile)
-            for page in ("", "api/layers/")
+            for page in ("", "api/layers/", GUIDE)
         }
+        figures = re.findall(r'<img[^>]*class="guide-figure"[^>]*>', pages[GUIDE])
+        sources = [re.search(r'src="([^"]+)"', tag).group(1) for tag in figures]
+        pages["figures"] = [
+            urllib.request.urlopen(f"{root}/{GUIDE}{source}", timeout=10).read()
+            for source in sources
+        ]
+        return pages
 
 
-@pytest.mark.parametrize("page", ["", "api/layers/"])
+@pytest.mark.parametrize("page", ["", "api/layers/", GUIDE])
 def test_a_page_shows_title_navigation_and_code(pages, page):
     dom = pages[page]
     title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
@@ -112,3 +123,17 @@ def test_the_api_page_documents_the_layers(pages):
     text = visible_text(pages["api/layers/"])
     for name in ("gMLPBlock", "SpatialGatingUnit", "TinyAttention", "Parameters"):
         assert name in text, name
+
+
+def test_the_guide_shows_what_its_cells_printed_and_drew(pages):
+    dom = pages[GUIDE]
+    outputs = re.findall(
+        r'<div class="guide-output[^"]*">\s*<pre[^>]*>(.*?)</pre>', dom, re.S
+    )
+    assert outputs, "no output block"
+    assert any("Test accuracy:" in visible_text(block) for block in outputs)
+    # Each output follows the code block of the cell that printed it.
+    for match in re.finditer(r'<div class="guide-output', dom):
+        assert dom[: match.start()].rstrip().endswith("</code></pre></div>")
+    assert pages["figures"], "no figure"
+    assert all(png.startswith(b"\x89PNG") for png in pages["figures"])

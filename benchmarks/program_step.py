@@ -15,8 +15,8 @@ model, batch, precision, optimizer and loss, on each backend.
    taken from the program's stream before timing; `--period` steps of
    warm-up, then the same number of steps as the program's timed periods.
 
-    python benchmarks/program_step.py                 # about 5 minutes
-    python benchmarks/program_step.py --backends jax --steps 200 \\
+    .venv/bin/python benchmarks/program_step.py                 # about 5 minutes
+    .venv/bin/python benchmarks/program_step.py --backends jax --steps 200 \\
         --program-flags --dtype-policy mixed_bfloat16
 
 Writes benchmarks/program_step.json (or --output).
@@ -238,7 +238,7 @@ def main(argv=None):
                 flush=True,
             )
     result = {
-        "command": "python benchmarks/program_step.py "
+        "command": ".venv/bin/python benchmarks/program_step.py "
         + " ".join(argv or sys.argv[1:]),
         "steps": args.steps,
         "period": args.period,

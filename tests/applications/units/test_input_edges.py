@@ -1,0 +1,215 @@
+"""The edges of the text programs' input, against what the stated rules give
+by hand or by the standard library: UTF-8 checks across read chunks,
+held-out splits at a size where two roundings differ, the vocabulary
+sample's byte bound, train batches per epoch on the shard path when the
+last batch is partial, and the throughput a checkpoint period reports,
+from a fake clock. tf.data and numpy only: the same on every backend."""
+
+import gzip
+import time
+import types
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
+# Three bytes each, so a read chunk of any size but a multiple of 3 ends
+# inside one.
+EURO = "€".encode()
+
+
+def checked(path):
+    """What --train-files makes of `path`: None, or the refusal's text."""
+    from _text_input import sources
+
+    args = types.SimpleNamespace(
+        train_files=str(path), validation_files=None, test_files=None
+    )
+    try:
+        sources.file_sources(args, 0.1)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def first_bad_byte(data):
+    """The offset the standard library's one-shot decoder names."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return error.start
+    return None
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
+def test_utf8_is_checked_across_read_chunks_with_the_offset_named(tmp_path, suffix):
+    """Files of 120,000 bytes: characters across every chunk boundary are
+    valid; a bad byte far past the first chunk, or a character cut short
+    across a boundary, is named at its offset."""
+    whole = EURO * 40_000
+    bad_byte = bytearray(b"a" * 120_000)
+    bad_byte[100_001] = 0xFF
+    # The character at 65535-65537 (across the 65536th byte) cut short.
+    cut = bytearray(whole)
+    cut[65_537] = ord("x")
+    cases = {"whole": bytes(whole), "bad": bytes(bad_byte), "cut": bytes(cut)}
+    assert first_bad_byte(cases["bad"]) == 100_001
+    assert first_bad_byte(cases["cut"]) == 65_535
+    for name, data in cases.items():
+        path = tmp_path / f"{name}{suffix}"
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        message = checked(path)
+        if name == "whole":
+            assert message is None
+        else:
+            offset = first_bad_byte(data)
+            assert message == (
+                f"--train-files: {path} is not UTF-8 text: invalid byte at "
+                f"offset {offset}"
+            )
+
+
+def test_held_out_splits_of_a_thousand_documents_are_800_100_100():
+    """At 0.1, 100 test documents and 100 validation ones: a tenth of all
+    the documents each, not a tenth of what the test split left (90)."""
+    from _text_input import sources
+    from _text_input import windows
+
+    documents = {f"doc{i:04d}": f"text {i}" for i in range(1000)}
+    parts = sources.split_documents(documents, 0.1)
+    assert {part: len(names) for part, names in parts.items()} == {
+        "train": 800,
+        "validation": 100,
+        "test": 100,
+    }
+    assert set().union(*parts.values()) == set(documents)
+    # Carved by position from a stream (files, tfds): one in ten each.
+    stream = sources.memory_sources({"train": documents, "validation": {}, "test": {}})
+    carved = sources.carve(stream["train"], 0.1)
+    counts = {part: windows.count(s.dataset()) for part, s in carved.items()}
+    assert counts == {"train": 800, "validation": 100, "test": 100}
+
+
+def sample(texts, count, max_bytes):
+    from _text_input import sources
+    from _text_input import vocabulary
+
+    source = sources.memory_sources(
+        {"train": dict(enumerate(texts)), "validation": {}, "test": {}}
+    )["train"]
+    return list(vocabulary.vocabulary_sample(source, count, max_bytes))
+
+
+def test_the_vocabulary_sample_ends_with_the_document_its_byte_bound_falls_in():
+    """Documents of 10, 20 (10 two-byte characters), 30 and 40 bytes:
+    they end at bytes 10, 30, 60 and 100."""
+    texts = ["a" * 10, "é" * 10, "c" * 30, "d" * 40]
+    assert sample(texts, 10, 35) == texts[:3]  # inside the third
+    assert sample(texts, 10, 30) == texts[:2]  # where the third begins
+    assert sample(texts, 10, 31) == texts[:3]
+    assert sample(texts, 10, 5) == texts[:1]  # below the first: it alone
+    assert sample(texts, 2, 1000) == texts[:2]  # --vocabulary-sample first
+    assert sample(texts, 10, 1000) == texts
+
+
+def write_shards(folder, train_tokens, length):
+    """A shard set whose train shards hold `train_tokens` ids each (one
+    document a shard) and held-out shards one window each."""
+    from _token_shards import shard_set
+    from _token_shards import writer
+
+    from keras_gmlp.models import gMLPTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+    folder.mkdir()
+    (folder / shard_set.VOCABULARY).write_text("\n".join(words) + "\n")
+    tokenizer = gMLPTokenizer(vocabulary=words, lowercase=True)
+    sources = {part: types.SimpleNamespace(description=part) for part in writer.PARTS}
+    manifest = writer.new_manifest(
+        {}, sources, folder / shard_set.VOCABULARY, tokenizer
+    )
+    sizes = {"train": train_tokens, "validation": [length], "test": [length]}
+    rng = np.random.default_rng(0)
+    for part, tokens in sizes.items():
+        shards = writer.ShardWriter(folder, manifest, part, shard_tokens=1)
+        for count in tokens:
+            shards.add(rng.integers(5, len(words), count), 1)
+        manifest["parts"][part]["finished"] = True
+    writer.write_train_counts(folder, manifest, len(words))
+    manifest["complete"] = True
+    writer.write_manifest(folder, manifest)
+
+
+def test_shard_batches_per_epoch_count_a_partial_last_batch(tmp_path):
+    """Windows of 5 (4 ids after [CLS]) in train shards of 23 and 17 ids:
+    5 + 4 = 9 windows, 3 batches of 4 (the last partial); --epochs 2
+    without --steps trains 6 steps."""
+    from _text_training.training import resolve_steps
+    from _token_shards.corpus import corpus_of_flags
+
+    write_shards(tmp_path / "shards", [23, 17], 5)
+    args = types.SimpleNamespace(
+        token_files=str(tmp_path / "shards"),
+        vocabulary_size=None,
+        output_dir=tmp_path / "run",
+        eval_batches=1,
+        batch_size=4,
+        steps=None,
+        epochs=2,
+        eval_every=None,
+        save_every=None,
+        warmup_steps=None,
+    )
+    args.output_dir.mkdir()
+    run = types.SimpleNamespace(resuming=False)
+    *_, per_epoch, facts = corpus_of_flags(None, args, run, 5, None, "unused")
+    assert per_epoch == 3
+    assert facts["splits"]["train"]["windows"] == 12
+    resolve_steps(None, args, per_epoch)
+    assert (args.steps, args.eval_every, args.save_every) == (6, 3, 3)
+
+
+class TimedStream:
+    """A `StepStream` whose batches take `input_seconds` of a fake clock."""
+
+    def __init__(self, clock, input_seconds, period, folder):
+        from _text_input.stream import StepStream
+
+        class Stream(StepStream):
+            def next_batch(self):
+                clock[0] += input_seconds
+                return np.zeros((4, 128), "int32"), np.zeros(4, "int32")
+
+        self.stream = Stream(period, folder)
+
+
+def test_throughput_is_reported_from_the_clock_to_the_digit(
+    tmp_path, monkeypatch, capsys
+):
+    """Each step: 0.03 s taking its batch, 0.09 s training on it; periods
+    of 5 steps of 4 x 128 tokens: 5 * 512 / 0.6 = 4,266.67 tokens/s, a
+    quarter of the time taking input, in every period."""
+    from _text_training.training import StepThroughput
+
+    clock = [100.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    stream = TimedStream(clock, 0.03, 5, tmp_path).stream
+    callback = StepThroughput(stream, tokens_per_batch=4 * 128, total_steps=10)
+    for epoch in range(2):
+        logs = {}
+        callback.on_epoch_begin(epoch)
+        for batch in range(5):
+            stream.take()
+            clock[0] += 0.09
+            callback.on_train_batch_end(batch)
+        clock[0] += 0.7
+        callback.on_epoch_end(epoch, logs)
+        assert logs["step"] == 5.0 * (epoch + 1)
+        assert logs["tokens_per_second"] == pytest.approx(2560 / 0.6, rel=1e-12)
+        assert logs["input_share"] == pytest.approx(0.25, rel=1e-12)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2:] == [
+        "Step 5/10: 4,267 tokens/s, 25.0% of the time taking input.",
+        "Step 10/10: 4,267 tokens/s, 25.0% of the time taking input.",
+    ]

@@ -68,6 +68,44 @@ def test_masking_picks_a_fixed_share_of_word_pieces_and_labels_them():
     np.testing.assert_array_equal(x["padding_mask"], np.ones_like(rows))
 
 
+def test_masking_shares_are_80_10_10_for_mask_random_and_kept():
+    """16,000 masked positions: [MASK], a random word piece, the token
+    kept. A random word piece equals the token with chance 1/995, which then
+    counts as kept. Each share within 5 standard deviations of its
+    binomial mean (the widest 0.016); the random ones are word pieces,
+    drawn evenly (their mean within 5 deviations of the uniform one)."""
+    vocabulary_size, length = 1000, 66
+    rows = np.random.default_rng(0).integers(5, vocabulary_size, (1600, length))
+    num_slots = text_corpus.mask_slots(length)
+    x, labels = text_corpus.mask_tokens(
+        rows, np.random.default_rng(1), num_slots, MASK, vocabulary_size
+    )
+    used = labels > 0
+    chosen = np.take_along_axis(x["token_ids"], x["mask_positions"], 1)[used]
+    original = labels[used]
+    count = len(original)
+    assert count == 1600 * 10  # round(0.15 * 66) = 10 a row
+    same = 1 / (vocabulary_size - 5)
+    expected = {
+        "mask": 0.8,
+        "random": 0.1 * (1 - same),
+        "kept": 0.1 + 0.1 * same,
+    }
+    random = (chosen != MASK) & (chosen != original)
+    shares = {
+        "mask": (chosen == MASK).mean(),
+        "random": random.mean(),
+        "kept": (chosen == original).mean(),
+    }
+    for name, share in expected.items():
+        deviation = np.sqrt(share * (1 - share) / count)
+        assert abs(shares[name] - share) < 5 * deviation, (name, shares[name])
+    drawn = chosen[random]
+    assert drawn.min() >= 5 and drawn.max() < vocabulary_size
+    uniform_sd = np.sqrt((995**2 - 1) / 12 / len(drawn))
+    assert abs(drawn.mean() - (5 + vocabulary_size - 1) / 2) < 5 * uniform_sd
+
+
 def test_masks_depend_only_on_the_generator():
     rows = np.full((4, 16), 7, dtype="int32")
     a = text_corpus.mask_tokens(rows, np.random.default_rng([3, 1]), 4, MASK, 50)

@@ -9,7 +9,10 @@ JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
 seventy runs take about twenty-five minutes (the first twenty-six about
 sixteen; 27-70, caught by the programs' unit tests in
-tests/applications/units, about eight and a half).
+tests/applications/units, about eight and a half). 75-84 plant a bug at
+each kind of edge of issue 66 (a resume through the program, chunked reads,
+rounding at realistic sizes, reported figures, whole distributions, size-
+and thread-dependent paths, global state restored); about six minutes.
 """
 
 import json

@@ -6,6 +6,7 @@ last batch is partial, and the throughput a checkpoint period reports,
 from a fake clock. tf.data and numpy only: the same on every backend."""
 
 import gzip
+import json
 import time
 import types
 
@@ -141,33 +142,162 @@ def write_shards(folder, train_tokens, length):
     writer.write_manifest(folder, manifest)
 
 
-def test_shard_batches_per_epoch_count_a_partial_last_batch(tmp_path):
-    """Windows of 5 (4 ids after [CLS]) in train shards of 23 and 17 ids:
-    5 + 4 = 9 windows, 3 batches of 4 (the last partial); --epochs 2
-    without --steps trains 6 steps."""
-    from _text_training.training import resolve_steps
-    from _token_shards.corpus import corpus_of_flags
-
-    write_shards(tmp_path / "shards", [23, 17], 5)
+def shard_args(tmp_path, **flags):
     args = types.SimpleNamespace(
         token_files=str(tmp_path / "shards"),
         vocabulary_size=None,
         output_dir=tmp_path / "run",
         eval_batches=1,
-        batch_size=4,
+        batch_size=2,
         steps=None,
         epochs=2,
         eval_every=None,
         save_every=None,
         warmup_steps=None,
+        **flags,
     )
-    args.output_dir.mkdir()
-    run = types.SimpleNamespace(resuming=False)
-    *_, per_epoch, facts = corpus_of_flags(None, args, run, 5, None, "unused")
-    assert per_epoch == 3
-    assert facts["splits"]["train"]["windows"] == 12
+    args.output_dir.mkdir(exist_ok=True)
+    return args
+
+
+NOT_RESUMING = types.SimpleNamespace(resuming=False)
+
+
+def test_shard_batches_per_epoch_count_a_partial_last_batch(tmp_path):
+    """Windows of 5 (4 ids after [CLS]) in train shards of 23 and 17 ids:
+    5 + 4 = 9 windows, 5 batches of 2 (the last partial); --epochs 2
+    without --steps trains 10 steps. The corpus' facts, counts, kept
+    vocabulary and tokenizer are the shard set's."""
+    from _text_training.training import resolve_steps
+    from _token_shards import shard_set
+    from _token_shards.corpus import corpus_of_flags
+
+    write_shards(tmp_path / "shards", [23, 17], 5)
+    args = shard_args(tmp_path)
+    (args.output_dir / "vocabulary.txt").write_text("left by another run\n")
+    tokenizer, train, heldout, counts, per_epoch, facts = corpus_of_flags(
+        None, args, NOT_RESUMING, 5, None, "unused"
+    )
+    assert per_epoch == 5
     resolve_steps(None, args, per_epoch)
-    assert (args.steps, args.eval_every, args.save_every) == (6, 3, 3)
+    assert (args.steps, args.eval_every, args.save_every) == (10, 5, 5)
+    manifest = json.loads((tmp_path / "shards" / shard_set.MANIFEST).read_text())
+    parts = manifest["parts"]
+    folder = args.token_files
+    assert facts == {
+        "name": folder,
+        "splits": {
+            "train": {
+                "source": f"{folder}/train (train)",
+                "documents": 2,
+                "tokens": 40,
+                "windows": 10,
+            },
+            **{
+                part: {
+                    "source": f"{folder}/{part} ({part})",
+                    "documents": 1,
+                    "tokens": 5,
+                    "windows": 2,
+                }
+                for part in ("validation", "test")
+            },
+        },
+    }
+    ids = np.concatenate(
+        [np.load(tmp_path / "shards" / s["file"]) for s in parts["train"]["shards"]]
+    )
+    np.testing.assert_array_equal(counts, np.bincount(ids, minlength=8))
+    assert list(train.tokens) == [23, 17] and set(heldout) == {"validation", "test"}
+    kept = (args.output_dir / "vocabulary.txt").read_bytes()
+    assert kept == (tmp_path / "shards" / shard_set.VOCABULARY).read_bytes()
+    assert args.vocabulary_size == 8
+    # The shard set's vocabulary is lowercased, as its manifest says.
+    np.testing.assert_array_equal(tokenizer(["A b C"])[0], [5, 6, 7])
+
+
+def refusal(capsys, args, length=5):
+    from _token_shards.corpus import corpus_of_flags
+
+    with pytest.raises(SystemExit):
+        corpus_of_flags(None, args, NOT_RESUMING, length, None, "unused")
+    return capsys.readouterr().err.strip()
+
+
+def test_shard_sets_too_small_or_unfit_are_refused_naming_them(tmp_path, capsys):
+    """9 windows: a batch of 9 trains, one of 10 is refused; another
+    vocabulary size and a folder that is no shard set are refused, each
+    naming --token-files."""
+    from _token_shards.corpus import corpus_of_flags
+
+    write_shards(tmp_path / "shards", [23, 17], 5)
+    folder = tmp_path / "shards"
+    *_, per_epoch, _ = corpus_of_flags(
+        None,
+        shard_args(
+            tmp_path,
+        ),
+        NOT_RESUMING,
+        5,
+        None,
+        "unused",
+    )
+    args = shard_args(tmp_path)
+    args.batch_size = 9
+    *_, per_epoch, _ = corpus_of_flags(None, args, NOT_RESUMING, 5, None, "unused")
+    assert per_epoch == 1
+    args.batch_size = 10
+    assert refusal(capsys, args) == (
+        f"error: the train shards of --token-files {folder} give 9 windows of "
+        "5 tokens, fewer than a batch of 10"
+    )
+    args = shard_args(tmp_path)
+    args.vocabulary_size = 500
+    assert refusal(capsys, args) == (
+        f"error: --vocabulary-size 500 is not the 8 word pieces of --token-files "
+        f"{folder}: drop the flag or tokenize again"
+    )
+    args = shard_args(tmp_path)
+    args.token_files = str(tmp_path / "none")
+    assert refusal(capsys, args).startswith(f"error: --token-files: {tmp_path}/none")
+
+
+def test_the_text_corpus_of_the_flags_without_token_files(tmp_path):
+    """No --token-files: the bundled documents (ten, one word a document
+    here), split 8/1/1 at 0.1, read with --vocabulary; windows of 3 ids
+    after [CLS] across the train documents, each followed by [SEP]."""
+    from _token_shards.corpus import corpus_of_flags
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghij")
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    bundled = {f"doc{i}": "abcdefghij"[i] * 1 for i in range(10)}
+    args = shard_args(
+        tmp_path,
+        train_files=None,
+        dataset=None,
+        fast=False,
+        heldout_fraction=0.1,
+        vocabulary=str(tmp_path / "vocab.txt"),
+        vocabulary_sample=100,
+        vocabulary_sample_bytes=1000,
+    )
+    args.token_files = None
+    tokenizer, train, heldout, counts, per_epoch, facts = corpus_of_flags(
+        None, args, NOT_RESUMING, 4, lambda: bundled, "bundled"
+    )
+    texts = [t.decode() for t in train.dataset().as_numpy_iterator()]
+    assert len(texts) == 8 and set(texts) < set(bundled.values())
+    # 8 documents of a word and [SEP]: 16 ids, 5 windows of 3 (one dropped
+    # short), 3 batches of 2.
+    assert per_epoch == 3
+    assert facts["name"] == "bundled"
+    assert [
+        facts["splits"][p]["documents"] for p in ("train", "validation", "test")
+    ] == [8, 1, 1]
+    assert facts["splits"]["train"]["windows"] == 6
+    assert {len(heldout["validation"]), len(heldout["test"])} == {1}
+    assert tokenizer.vocabulary_size() == 15 and counts.sum() == 5 * 4
+    assert (args.output_dir / "vocabulary.txt").read_text().split() == words
 
 
 class TimedStream:

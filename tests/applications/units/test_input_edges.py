@@ -300,6 +300,38 @@ def test_the_text_corpus_of_the_flags_without_token_files(tmp_path):
     assert (args.output_dir / "vocabulary.txt").read_text().split() == words
 
 
+def test_the_shard_stream_of_one_window_and_of_none(tmp_path):
+    """A train shard of 4 ids gives one window of 5 ([CLS] and them), taken
+    by every row of every batch, as int32; one of 3 ids gives none,
+    refused."""
+    from _token_shards import shard_set
+    from _token_shards.stream import ShardBatchStream
+
+    def stream(folder, tokens):
+        write_shards(folder, [tokens], 5)
+        _, parts = shard_set.open_shard_set(folder)
+        return ShardBatchStream(
+            parts["train"],
+            5,
+            2,
+            2,
+            1,
+            0,
+            period=4,
+            snapshots=folder / "s",
+            finish=lambda step, shard, rows: (rows, rows),
+        )
+
+    one = stream(tmp_path / "one", 4)
+    ids = np.load(tmp_path / "one" / shard_set.shard_name("train", 0))
+    for _ in range(2):
+        rows = one.take()[0]
+        assert rows.dtype == np.int32
+        np.testing.assert_array_equal(rows, [[2, *ids]] * 2)
+    with pytest.raises(ValueError, match="^the train shards give no window of 5 ids$"):
+        stream(tmp_path / "none", 3)
+
+
 class TimedStream:
     """A `StepStream` whose batches take `input_seconds` of a fake clock."""
 

@@ -7,9 +7,12 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-seventy-six runs take about twenty-five minutes (the first twenty-six about
+eighty-six runs take about thirty minutes (the first twenty-six about
 sixteen; 27-76, caught by the programs' unit tests in
-tests/applications/units, about eight and a half).
+tests/applications/units, about eight and a half). 77-86 plant a bug at
+each kind of edge of issue 66 (a resume through the program, chunked reads,
+rounding at realistic sizes, reported figures, whole distributions, size-
+and thread-dependent paths, global state restored); about six minutes.
 """
 
 import json
@@ -662,6 +665,94 @@ BUGS = [
         "pass",
         [
             "tests/applications/units/test_tensorflow_input.py::test_tensorflow_sees_no_gpu_unless_keras_runs_on_it"
+        ],
+    ),
+    (
+        "tokenize_corpus.py: a resumed run does not compare --heldout-fraction",
+        "applications/_token_shards/flags.py",
+        '    "heldout_fraction",\n',
+        "",
+        ["tests/applications/programs/test_tokenize_corpus_resume.py"],
+    ),
+    (
+        "UTF-8 check: a character cut across read chunks named where its chunk begins",
+        "applications/_text_input/text_files.py",
+        "{offset - held + error.start}",
+        "{offset + error.start}",
+        [
+            "tests/applications/units/test_input_edges.py::test_utf8_is_checked_across_read_chunks_with_the_offset_named"
+        ],
+    ),
+    (
+        "Held-out split: validation takes a tenth of what the test split left",
+        "applications/_text_input/sources.py",
+        "share = min(0.5, fraction / (1.0 - fraction))",
+        "share = min(0.5, fraction)",
+        [
+            "tests/applications/units/test_input_edges.py::test_held_out_splits_of_a_thousand_documents_are_800_100_100"
+        ],
+    ),
+    (
+        "Shard path: batches per epoch drop the partial last batch",
+        "applications/_token_shards/corpus.py",
+        "counts, -(-windows // args.batch_size)",
+        "counts, windows // args.batch_size",
+        [
+            "tests/applications/units/test_input_edges.py::test_shard_batches_per_epoch_count_a_partial_last_batch"
+        ],
+    ),
+    (
+        "Vocabulary sample: the byte bound counts the document it falls in",
+        "applications/_text_input/windows.py",
+        "return total + size, (total, text)",
+        "return total + size, (total + size, text)",
+        [
+            "tests/applications/units/test_input_edges.py::test_the_vocabulary_sample_ends_with_the_document_its_byte_bound_falls_in"
+        ],
+    ),
+    (
+        "Throughput: the input share counts the input time of every period so far",
+        "applications/_text_training/training.py",
+        "waited = self.stream.input_seconds - self.input_seconds",
+        "waited = self.stream.input_seconds",
+        [
+            "tests/applications/units/test_input_edges.py::test_throughput_is_reported_from_the_clock_to_the_digit"
+        ],
+    ),
+    (
+        "Masking: 15% random word pieces and 5% kept instead of 10% and 10%",
+        "keras_gmlp/utils/text_corpus.py",
+        "np.where(action < 0.9, random_ids, chosen)",
+        "np.where(action < 0.95, random_ids, chosen)",
+        [
+            "tests/test_text_corpus.py::test_masking_shares_are_80_10_10_for_mask_random_and_kept"
+        ],
+    ),
+    (
+        "PyTorch decoder: split products on several threads drop the bias",
+        "keras_gmlp/layers/_torch_decoding.py",
+        "return torch.addmm(self.bias_column, self.transposed, x.T).T",
+        "return (self.transposed @ x.T).T",
+        [
+            "tests/models/gmlp/test_torch_decoding_edges.py::test_split_products_on_two_threads_pick_the_layers_tokens"
+        ],
+    ),
+    (
+        "PyTorch decoder: a thread count chosen before is kept past the caller's",
+        "keras_gmlp/layers/_torch_threads.py",
+        "        if self.chosen not in self.counts:\n            self.chosen = 1\n",
+        "",
+        [
+            "tests/models/gmlp/test_torch_decoding_edges.py::test_a_thread_count_chosen_before_is_not_used_past_the_callers"
+        ],
+    ),
+    (
+        "PyTorch ONNX export: its ONNX functions stay registered in torch.onnx",
+        "keras_gmlp/utils/_torch_export.py",
+        "            torch.onnx.unregister_custom_op_symbolic(name, opset)",
+        "            pass",
+        [
+            "tests/deployment/test_onnx_export.py::test_a_torch_onnx_export_leaves_nothing_registered_in_torch_onnx"
         ],
     ),
 ]

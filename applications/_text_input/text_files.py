@@ -39,12 +39,15 @@ def check_text_file(path, limit=CHECKED_BYTES):
                 chunk = handle.read(min(1 << 16, limit - offset))
                 if not chunk:
                     break
+                # The error's offsets count from the bytes of a character the
+                # last chunk began, which the decoder holds.
+                held = len(decoder.getstate()[0])
                 try:
                     decoder.decode(chunk)
                 except UnicodeDecodeError as error:
                     raise ValueError(
                         f"{path} is not UTF-8 text: invalid byte at offset "
-                        f"{offset + error.start}"
+                        f"{offset - held + error.start}"
                     ) from None
                 if b"\0" in chunk:
                     at = offset + chunk.index(b"\0")

@@ -169,6 +169,7 @@ def shard_vocabulary(args, train_source, manifest):
 
     from _text_input.errors import refuse
     from _text_input.vocabulary import load_tokenizer
+    from _text_input.vocabulary import read_vocabulary
 
     path = pathlib.Path(args.output_dir) / shard_set.VOCABULARY
     if manifest is not None and (
@@ -176,6 +177,19 @@ def shard_vocabulary(args, train_source, manifest):
         or shard_set.file_digest(path) != manifest["vocabulary"]["sha256"]
     ):
         refuse(f"{path} is not the vocabulary of the interrupted tokenization")
+    if manifest is not None and args.vocabulary:
+        # The flag names the same file, but its word pieces may have changed
+        # since: the shards already written hold the old ones' ids.
+        try:
+            given = read_vocabulary(args.vocabulary)
+        except ValueError as error:
+            refuse(f"--vocabulary: {error}")
+        if given != read_vocabulary(path):
+            refuse(
+                f"--vocabulary {args.vocabulary} changed since the interrupted "
+                f"tokenization in {args.output_dir} began: restore it, or use "
+                "another --output-dir"
+            )
     run = types.SimpleNamespace(resuming=manifest is not None)
     tokenizer = load_tokenizer(args, run, train_source)
     if manifest is None:

@@ -158,3 +158,61 @@ def test_onnx_export_matches_keras(name, tmp_path):
                 atol=1e-5,
                 err_msg=f"{name}, batch {count}",
             )
+
+
+def torch_onnx_refuses(module, x):
+    """Whether `torch.onnx.export` (TorchScript) refuses `module` on `x`, the
+    batch axis free, as it does unless a function is registered for it."""
+    import io
+
+    import torch
+
+    try:
+        torch.onnx.export(
+            module,
+            (x,),
+            io.BytesIO(),
+            dynamo=False,
+            opset_version=17,
+            input_names=["x"],
+            dynamic_axes={"x": {0: "batch"}},
+        )
+    except Exception:  # torch's errors for unsupported nodes vary by kind
+        return True
+    return False
+
+
+@pytest.mark.skipif(
+    keras.config.backend() != "torch", reason="torch.onnx's registry is PyTorch's"
+)
+def test_a_torch_onnx_export_leaves_nothing_registered_in_torch_onnx(tmp_path):
+    """The ONNX functions an export registers for layer_norm (its shape
+    traced) and take_along_dim serve that export only: afterwards, and after
+    an export that fails, torch.onnx refuses both again in a plain module."""
+    import torch
+    import torch.nn.functional as F
+
+    class LayerNorm(torch.nn.Module):
+        def forward(self, x):
+            return F.layer_norm(x, x.shape[-1:])
+
+    class TakeAlong(torch.nn.Module):
+        def forward(self, x):
+            return torch.take_along_dim(x, torch.zeros_like(x, dtype=torch.long), 1)
+
+    if keras_is_older_than(NEEDS_KERAS.get(("torch", "onnx"), ((0, 0),))[0]):
+        pytest.skip("this Keras exports no ONNX on PyTorch")
+    x = torch.randn(2, 5)
+    modules = (LayerNorm(), TakeAlong())
+    assert all(torch_onnx_refuses(module, x) for module in modules)
+    model, _, signature = model_and_inputs("mixer_builder")
+    model.export(str(tmp_path / "a.onnx"), format="onnx", input_signature=[signature])
+    assert all(torch_onnx_refuses(module, x) for module in modules)
+    # torch.onnx fails to write the file: the export ends with an error.
+    with pytest.raises(FileNotFoundError):
+        model.export(
+            str(tmp_path / "missing" / "a.onnx"),
+            format="onnx",
+            input_signature=[signature],
+        )
+    assert all(torch_onnx_refuses(module, x) for module in modules)

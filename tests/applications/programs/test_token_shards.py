@@ -167,6 +167,52 @@ def test_damaged_shard_sets_are_refused(written, tmp_path, damage, message):
         shard_set.open_shard_set(tmp_path)
 
 
+def test_a_shard_of_other_length_or_dtype_is_refused_naming_both(written, tmp_path):
+    """A shard saved again (a valid `.npy`) with fewer ids or wider ids:
+    the manifest's length and dtype are named; a changed byte is named by
+    its digest."""
+    folder, manifest = copy_of(written, tmp_path)
+    entry = manifest["parts"]["train"]["shards"][1]
+    shard = folder / entry["file"]
+    ids = np.load(shard)
+    tokens = entry["tokens"]
+    for saved, found in (
+        (ids[:3], "3 ids of uint16"),
+        (ids.astype("uint32"), f"{tokens} ids of uint32"),
+    ):
+        np.save(shard, saved)
+        with pytest.raises(shard_set.ShardSetError) as refused:
+            shard_set.open_shard_set(folder)
+        assert str(refused.value) == (
+            f"shard {shard} is damaged: {found}, the manifest lists {tokens} of uint16"
+        )
+    data = bytearray(ids.tobytes())
+    data[0] ^= 1
+    np.save(shard, np.frombuffer(bytes(data), "uint16"))
+    with pytest.raises(shard_set.ShardSetError) as refused:
+        shard_set.open_shard_set(folder)
+    assert str(refused.value) == (
+        f"shard {shard} is damaged: its SHA-256 is not the manifest's; "
+        "tokenize the corpus again"
+    )
+    assert shard_set.ids_dtype(1 << 16) == np.uint16
+    assert shard_set.ids_dtype((1 << 16) + 1) == np.uint32
+
+
+def test_leading_ids_run_across_shards(written):
+    """The first ids of the train shards read one after another: within
+    the first shard, one past it, across all of them, none."""
+    folder, manifest = written
+    _, parts = shard_set.open_shard_set(folder)
+    train = parts["train"]
+    ids = reference_ids(TEXTS)
+    first = int(train.tokens[0])
+    for count in (5, first, first + 1, first + 3, len(ids) + 10):
+        np.testing.assert_array_equal(train.leading_ids(count), ids[:count])
+    none = train.leading_ids(0)
+    assert none.shape == (0,) and none.dtype == np.int32
+
+
 def reference_windows(folder, manifest, length):
     """Every train window by hand: each shard cut into rows of length - 1
     ids (its last partial row dropped), [CLS] before each."""

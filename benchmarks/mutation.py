@@ -88,14 +88,18 @@ def parse_args(argv=None):
     parser.add_argument("modules", nargs="*", help=f"of {sorted(MODULES)}")
     parser.add_argument("--list", action="store_true", help="list the modules")
     parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="run nothing: recount the scores of mutation.json after survivors "
+        "were added to a module's 'equivalent' list",
+    )
+    parser.add_argument(
         "--work-dir",
         type=pathlib.Path,
         default=pathlib.Path("/tmp/keras-gmlp-mutation"),
         help="where the scratch copies go (replaced)",
     )
-    parser.add_argument(
-        "--backend", default="torch", help="KERAS_BACKEND of the tests"
-    )
+    parser.add_argument("--backend", default="torch", help="KERAS_BACKEND of the tests")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
@@ -177,7 +181,11 @@ def measure(name, args, kept):
         print(run.stdout[-3000:], run.stderr[-3000:], sep="\n")
         raise SystemExit(f"{name}: mutmut failed ({run.returncode})")
     found = outcomes(folder)
-    equivalent = {k: v for k, v in kept.get("equivalent", {}).items() if k in found}
+    equivalent = {
+        k: v
+        for k, v in kept.get("equivalent", {}).items()
+        if found.get(k, "killed") != "killed"
+    }
     survivors = {
         mutant: mutmut(folder, args.backend, "show", mutant).stdout.strip()
         for mutant, status in found.items()
@@ -200,6 +208,16 @@ def measure(name, args, kept):
     }
 
 
+def rescore(result):
+    """Drops the survivors now listed as equivalent and counts the score
+    again."""
+    equivalent = result.get("equivalent", {})
+    for mutant in equivalent:
+        result["survivors"].pop(mutant, None)
+    counted = result["mutants"] - len(equivalent)
+    result["score"] = round(result["killed"] / counted, 4) if counted else None
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.list:
@@ -207,6 +225,11 @@ def main(argv=None):
             print(f"{name}: {mutated} <- {tests}")
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.rescore:
+        for result in results.values():
+            rescore(result)
+        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+        return
     for name in args.modules or list(MODULES):
         results[name] = measure(name, args, results.get(name, {}))
         RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

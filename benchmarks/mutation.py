@@ -184,14 +184,15 @@ def measure(name, args, kept):
     equivalent = {
         k: v
         for k, v in kept.get("equivalent", {}).items()
-        if found.get(k, "killed") != "killed"
+        if found.get(k, "killed") not in ("killed", "timeout")
     }
     survivors = {
         mutant: mutmut(folder, args.backend, "show", mutant).stdout.strip()
         for mutant, status in found.items()
-        if status != "killed" and mutant not in equivalent
+        if status not in ("killed", "timeout") and mutant not in equivalent
     }
-    killed = sum(status == "killed" for status in found.values())
+    # A mutant that makes the tests run past mutmut's limit is caught.
+    killed = sum(status in ("killed", "timeout") for status in found.values())
     counted = len(found) - len(equivalent)
     return {
         "measured": datetime.date.today().isoformat(),
@@ -214,6 +215,14 @@ def rescore(result):
     equivalent = result.get("equivalent", {})
     for mutant in equivalent:
         result["survivors"].pop(mutant, None)
+    timed_out = [
+        m
+        for m, diff in result["survivors"].items()
+        if diff.startswith(f"# {m}: timeout")
+    ]
+    for mutant in timed_out:  # measured by an earlier version that kept them
+        del result["survivors"][mutant]
+        result["killed"] += 1
     counted = result["mutants"] - len(equivalent)
     result["score"] = round(result["killed"] / counted, 4) if counted else None
 

@@ -215,14 +215,6 @@ def rescore(result):
     equivalent = result.get("equivalent", {})
     for mutant in equivalent:
         result["survivors"].pop(mutant, None)
-    timed_out = [
-        m
-        for m, diff in result["survivors"].items()
-        if diff.startswith(f"# {m}: timeout")
-    ]
-    for mutant in timed_out:  # measured by an earlier version that kept them
-        del result["survivors"][mutant]
-        result["killed"] += 1
     counted = result["mutants"] - len(equivalent)
     result["score"] = round(result["killed"] / counted, 4) if counted else None
 

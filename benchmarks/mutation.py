@@ -174,6 +174,7 @@ def commit():
 def measure(name, args, kept):
     mutated, tests = MODULES[name]
     folder = args.work_dir / name
+    measured = commit()  # the copy's: the checkout may move on during the run
     scratch_copy(folder, mutated, tests)
     print(f"{name}: mutating {mutated}, testing with {tests}", flush=True)
     run = mutmut(folder, args.backend, "run", "--max-children", "1", check=False)
@@ -196,7 +197,7 @@ def measure(name, args, kept):
     counted = len(found) - len(equivalent)
     return {
         "measured": datetime.date.today().isoformat(),
-        "commit": commit(),
+        "commit": measured,
         "command": f".venv/bin/python benchmarks/mutation.py {name}",
         "mutated": mutated,
         "tests": tests,

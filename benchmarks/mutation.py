@@ -88,6 +88,12 @@ def parse_args(argv=None):
     parser.add_argument("modules", nargs="*", help=f"of {sorted(MODULES)}")
     parser.add_argument("--list", action="store_true", help="list the modules")
     parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="run nothing: recount the scores of mutation.json after survivors "
+        "were added to a module's 'equivalent' list",
+    )
+    parser.add_argument(
         "--work-dir",
         type=pathlib.Path,
         default=pathlib.Path("/tmp/keras-gmlp-mutation"),
@@ -168,6 +174,7 @@ def commit():
 def measure(name, args, kept):
     mutated, tests = MODULES[name]
     folder = args.work_dir / name
+    measured = commit()  # the copy's: the checkout may move on during the run
     scratch_copy(folder, mutated, tests)
     print(f"{name}: mutating {mutated}, testing with {tests}", flush=True)
     run = mutmut(folder, args.backend, "run", "--max-children", "1", check=False)
@@ -175,17 +182,22 @@ def measure(name, args, kept):
         print(run.stdout[-3000:], run.stderr[-3000:], sep="\n")
         raise SystemExit(f"{name}: mutmut failed ({run.returncode})")
     found = outcomes(folder)
-    equivalent = {k: v for k, v in kept.get("equivalent", {}).items() if k in found}
+    equivalent = {
+        k: v
+        for k, v in kept.get("equivalent", {}).items()
+        if found.get(k, "killed") not in ("killed", "timeout")
+    }
     survivors = {
         mutant: mutmut(folder, args.backend, "show", mutant).stdout.strip()
         for mutant, status in found.items()
-        if status != "killed" and mutant not in equivalent
+        if status not in ("killed", "timeout") and mutant not in equivalent
     }
-    killed = sum(status == "killed" for status in found.values())
+    # A mutant that makes the tests run past mutmut's limit is caught.
+    killed = sum(status in ("killed", "timeout") for status in found.values())
     counted = len(found) - len(equivalent)
     return {
         "measured": datetime.date.today().isoformat(),
-        "commit": commit(),
+        "commit": measured,
         "command": f".venv/bin/python benchmarks/mutation.py {name}",
         "mutated": mutated,
         "tests": tests,
@@ -198,6 +210,16 @@ def measure(name, args, kept):
     }
 
 
+def rescore(result):
+    """Drops the survivors now listed as equivalent and counts the score
+    again."""
+    equivalent = result.get("equivalent", {})
+    for mutant in equivalent:
+        result["survivors"].pop(mutant, None)
+    counted = result["mutants"] - len(equivalent)
+    result["score"] = round(result["killed"] / counted, 4) if counted else None
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.list:
@@ -205,6 +227,11 @@ def main(argv=None):
             print(f"{name}: {mutated} <- {tests}")
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.rescore:
+        for result in results.values():
+            rescore(result)
+        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+        return
     for name in args.modules or list(MODULES):
         results[name] = measure(name, args, results.get(name, {}))
         RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")

@@ -114,7 +114,7 @@ def test_the_vocabulary_sample_ends_with_the_document_its_byte_bound_falls_in():
     assert sample(texts, 10, 1000) == texts
 
 
-def write_shards(folder, train_tokens, length):
+def write_shards(folder, train_tokens, length, validation=None):
     """A shard set whose train shards hold `train_tokens` ids each (one
     document a shard) and held-out shards one window each."""
     from _token_shards import shard_set
@@ -130,7 +130,8 @@ def write_shards(folder, train_tokens, length):
     manifest = writer.new_manifest(
         {}, sources, folder / shard_set.VOCABULARY, tokenizer
     )
-    sizes = {"train": train_tokens, "validation": [length], "test": [length]}
+    validation = [length] if validation is None else validation
+    sizes = {"train": train_tokens, "validation": validation, "test": [length]}
     rng = np.random.default_rng(0)
     for part, tokens in sizes.items():
         shards = writer.ShardWriter(folder, manifest, part, shard_tokens=1)
@@ -209,6 +210,7 @@ def test_shard_batches_per_epoch_count_a_partial_last_batch(tmp_path):
     )
     np.testing.assert_array_equal(counts, np.bincount(ids, minlength=8))
     assert list(train.tokens) == [23, 17] and set(heldout) == {"validation", "test"}
+    assert heldout["validation"].dtype == np.int32
     kept = (args.output_dir / "vocabulary.txt").read_bytes()
     assert kept == (tmp_path / "shards" / shard_set.VOCABULARY).read_bytes()
     assert args.vocabulary_size == 8
@@ -260,6 +262,12 @@ def test_shard_sets_too_small_or_unfit_are_refused_naming_them(tmp_path, capsys)
     args = shard_args(tmp_path)
     args.token_files = str(tmp_path / "none")
     assert refusal(capsys, args).startswith(f"error: --token-files: {tmp_path}/none")
+    write_shards(tmp_path / "empty", [23], 5, validation=[])
+    args = shard_args(tmp_path)
+    args.token_files = str(tmp_path / "empty")
+    assert refusal(capsys, args) == (
+        f"error: the validation shards of --token-files {args.token_files} are empty"
+    )
 
 
 def test_the_text_corpus_of_the_flags_without_token_files(tmp_path):

@@ -7,7 +7,6 @@ from a fake clock. tf.data and numpy only: the same on every backend."""
 
 import gzip
 import json
-import time
 import types
 
 import numpy as np
@@ -338,48 +337,3 @@ def test_the_shard_stream_of_one_window_and_of_none(tmp_path):
         np.testing.assert_array_equal(rows, [[2, *ids]] * 2)
     with pytest.raises(ValueError, match="^the train shards give no window of 5 ids$"):
         stream(tmp_path / "none", 3)
-
-
-class TimedStream:
-    """A `StepStream` whose batches take `input_seconds` of a fake clock."""
-
-    def __init__(self, clock, input_seconds, period, folder):
-        from _text_input.stream import StepStream
-
-        class Stream(StepStream):
-            def next_batch(self):
-                clock[0] += input_seconds
-                return np.zeros((4, 128), "int32"), np.zeros(4, "int32")
-
-        self.stream = Stream(period, folder)
-
-
-def test_throughput_is_reported_from_the_clock_to_the_digit(
-    tmp_path, monkeypatch, capsys
-):
-    """Each step: 0.03 s taking its batch, 0.09 s training on it; periods
-    of 5 steps of 4 x 128 tokens: 5 * 512 / 0.6 = 4,266.67 tokens/s, a
-    quarter of the time taking input, in every period."""
-    from _text_training.training import StepThroughput
-
-    clock = [100.0]
-    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
-    stream = TimedStream(clock, 0.03, 5, tmp_path).stream
-    callback = StepThroughput(stream, tokens_per_batch=4 * 128, total_steps=10)
-    for epoch in range(2):
-        logs = {}
-        callback.on_epoch_begin(epoch)
-        for batch in range(5):
-            stream.take()
-            clock[0] += 0.09
-            callback.on_train_batch_end(batch)
-        clock[0] += 0.7
-        callback.on_epoch_end(epoch, logs)
-        assert logs["step"] == 5.0 * (epoch + 1)
-        assert logs["tokens_per_second"] == pytest.approx(2560 / 0.6, rel=1e-12)
-        assert logs["input_share"] == pytest.approx(0.25, rel=1e-12)
-    printed = capsys.readouterr().out.splitlines()
-    assert printed[-2:] == [
-        "Step 5/10: 4,267 tokens/s, 25.0% of the time taking input.",
-        "Step 10/10: 4,267 tokens/s, 25.0% of the time taking input.",
-    ]

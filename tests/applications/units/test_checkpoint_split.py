@@ -70,7 +70,7 @@ def test_fit_resumably_keeps_the_best_validation_epoch_and_stops_on_it(tmp_path)
     assert kernel(final) == pytest.approx(weights[4], rel=1e-5)
 
 
-def test_text_fit_task_validates_on_the_validation_data(monkeypatch):
+def test_text_fit_task_validates_on_the_validation_data(monkeypatch, tmp_path):
     from _text_training import training as text_training
 
     seen = {}
@@ -90,10 +90,13 @@ def test_text_fit_task_validates_on_the_validation_data(monkeypatch):
         patience=3,
         save_every=2,
         eval_every=4,
+        log_every_steps=100,
+        log_every_s=30.0,
     )
     stream = types.SimpleNamespace(period=2)
+    run = types.SimpleNamespace(started=0.0, output_dir=tmp_path)
     text_training.fit_task(
-        task, stream, validation, args, "run", {"loss": "mse"}, "val_m", mode="max"
+        task, stream, validation, args, run, {"loss": "mse"}, "val_m", mode="max"
     )
     x, y, weights = seen["validation_data"]
     assert x is validation[0] and y is validation[1] and weights is None

@@ -51,6 +51,8 @@ STEPS = {
     "--eval-batches": "at least 1",
     "--input-shards": "at least 1",
     "--shuffle-buffer": "at least 1",
+    "--log-every-steps": "at least 1",
+    "--log-every-s": "above 0",
 }
 LANGUAGE_MODEL = {
     **COMMON,

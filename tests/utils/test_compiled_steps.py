@@ -128,9 +128,20 @@ def test_compiled_steps_give_eager_losses():
     np.testing.assert_allclose(outputs, eager_outputs, rtol=1e-5, atol=1e-5)
 
 
+# Keras 3.13's PyTorch `ops.slice` guards on its start indices' values
+# (GuardOnDataDependentSymNode in make_fx), which the spatial gating unit's
+# projection slices: on Keras before 3.15 a gMLP's steps cannot be recorded
+# and run eagerly, with the warning that
+# test_unrecordable_model_trains_eagerly_with_a_warning checks. CI's floor
+# lane (Keras 3.13) showed it; 3.15 records them.
+OLD_KERAS_SLICE = tuple(int(p) for p in keras.__version__.split(".")[:2]) < (3, 15)
+
+
 @pytest.mark.skipif(not TORCH, reason="dynamo's graphs exist on PyTorch only")
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_torch_compiled_step_is_two_graphs(task, monkeypatch):
+    if OLD_KERAS_SLICE and task != "mixer_b16":
+        pytest.skip(f"Keras {keras.__version__}'s ops.slice cannot be recorded")
     import torch
     from torch._dynamo.utils import counters
 

@@ -23,7 +23,9 @@ dropout rates, the kernels' forms, the variable lists. A recording is kept
 per step kind and input signature (shapes and dtypes), and `compile()`
 starts afresh. A model whose Python reads tensor values (e.g. the dynamic
 loss scale of `mixed_float16`) cannot be recorded: its steps run eagerly,
-with a warning that says why.
+with a warning that says why. So do gMLP models on Keras before 3.15, whose
+PyTorch `ops.slice` (in the spatial gating unit's projection) guards on its
+indices' values.
 """
 
 import warnings

@@ -22,6 +22,11 @@ def runner():
     return f"keras-{keras.backend.backend()}"
 
 
+def resolved_jit_compile(jit_compile):
+    """`jit_compile`, or the backend's default where it is None."""
+    return default_jit_compile() if jit_compile is None else jit_compile
+
+
 def default_jit_compile():
     """XLA on JAX; PyTorch eagerly, as Keras users run it by default."""
     return keras.backend.backend() != "torch"
@@ -37,7 +42,7 @@ def image_runner(context, name, mode, precision, jit_compile, keep=False):
     if key in kept:
         return kept.pop(key)
     size = context.size
-    jit = default_jit_compile() if jit_compile is None else jit_compile
+    jit = resolved_jit_compile(jit_compile)
     keras.config.set_dtype_policy(PRECISIONS[precision])
     try:
         keras.utils.set_random_seed(0)
@@ -102,7 +107,7 @@ def masked_lm(
             1e-4, gradient_accumulation_steps=accumulation_steps
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=default_jit_compile() if jit_compile is None else jit_compile,
+        jit_compile=resolved_jit_compile(jit_compile),
     )
     return model
 

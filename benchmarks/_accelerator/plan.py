@@ -4,7 +4,7 @@ Tier 1 is what must hold before any speed means anything (the card's matmul
 peak, timm parity in float32, cached generation, a mixed_bfloat16 step);
 tier 2 the headline speed rows in bfloat16 (gMLP-S/16 and Mixer-B/16 against
 timm eager and compiled, gMLP-base and aMLP-base against BERT-base eager and
-compiled, generation, the largest batch); tier 3 the rest (float32). A
+compiled, generation, the largest batch); tier 3 the rest (float32) and the kernel profiles of JAX steps. A
 peer's row comes before ours, so that a ratio has both sides.
 
 A row names the function its worker runs (`module.function`) and that
@@ -101,6 +101,7 @@ def build(quick, workers=tuple(WORKERS), compile_at_quick=False):
         for mode in ("train", "infer"):
             speed(3, "images", mode, ("timm-eager",) + EAGER, images, "float32")
         speed(3, "mlm", "train", ("bert-eager",) + EAGER, texts[:1], "float32")
+    profiles(rows, images + texts[:1], images)
     return [row for row in rows if row.worker in workers]
 
 
@@ -180,6 +181,24 @@ def generation(rows, size):
                 "keras_speed.generation_speed",
                 batch=batch,
             )
+
+
+def profiles(rows, models, images):
+    """Where a Keras-JAX bfloat16 training step spends the card's time, per
+    kernel (issue 64's profile), last: each compiles its model again, from
+    the persistent compilation cache when its speed row ran."""
+    for name in models:
+        task = "images" if name in images else "mlm"
+        item = f"{name} train bfloat16 profile"
+        rows.add(
+            3,
+            "keras-jax",
+            "profile",
+            item,
+            "profile.jax_step_profile",
+            name=name,
+            task=task,
+        )
 
 
 def memory(rows, size):

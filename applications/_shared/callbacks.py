@@ -437,6 +437,20 @@ def fit_on_stream(model, stream, backup, **fit_args):
             feed.close()
 
 
+def step_path(model):
+    """How the compiled `model`'s steps run on this backend, in words."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        if getattr(model, "uses_compiled_torch_steps", False):
+            return "PyTorch, compiled (the library's recorded step in torch.compile)"
+        if model.jit_compile:
+            return "PyTorch, Keras' torch.compile of its step"
+        return "PyTorch, eager (compiled by default on CUDA devices only)"
+    if backend == "tensorflow" and not model.jit_compile:
+        return "TensorFlow, tf.function without XLA"
+    return f"{'JAX' if backend == 'jax' else 'TensorFlow'}, XLA"
+
+
 def fit_resumably(
     model,
     run,
@@ -486,6 +500,8 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
+        if is_writer():
+            print(f"Training steps: {step_path(model)}.", flush=True)
         fit_on_stream(
             model,
             stream,

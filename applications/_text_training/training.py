@@ -13,6 +13,7 @@ from _shared.progress import tensorboard_writer
 from _shared.report import write_summary
 
 from _text_training.flags import check_step_periods
+from keras_gmlp.utils._checked_steps import CheckedSteps
 
 
 def default_eval_every(steps):
@@ -123,12 +124,18 @@ def language_model_stream(args, train, tokenizer, length, finish):
     )
 
 
+class StepTrainer(CheckedSteps, keras.Model):
+    """A functional model whose `compile(jit_compile="auto")` takes the
+    library's compiled steps on PyTorch with CUDA, as its models do
+    (`keras_gmlp.utils._checked_steps.CheckedSteps`)."""
+
+
 def compiled_trainer(task, args, compile_args):
     """A functional model over the keras-hub `task`'s layers, compiled with
     `compile_args` (loss and metrics) and `warmup_cosine_adamw`: keras-hub's
     Task.fit turns its inputs into tf.data; this trains on the stream's
     batches as they are."""
-    trainer = keras.Model(task.input, task.output, name=f"{task.name}_trainer")
+    trainer = StepTrainer(task.input, task.output, name=f"{task.name}_trainer")
     trainer.compile(
         optimizer=warmup_cosine_adamw(
             args.learning_rate, args.weight_decay, args.steps, args.warmup_steps

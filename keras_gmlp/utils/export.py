@@ -21,6 +21,7 @@ from importlib.util import find_spec
 import keras
 
 from keras_gmlp.layers._kernels import use_kernels
+from keras_gmlp.utils._keras_version import keras_version
 
 # What every refusal offers instead: the backend where each format is
 # tested end to end (exported, then run by its own runtime).
@@ -131,18 +132,12 @@ def _check_keras_version(format, backend):
     if (backend, format) not in NEEDS_KERAS:
         return
     oldest, before = NEEDS_KERAS[backend, format]
-    if _keras_version() < oldest:
+    if keras_version() < oldest:
         raise ValueError(
             f"Cannot export to {format!r} on the {backend} backend with Keras "
             f"{keras.version()}: it needs Keras {oldest[0]}.{oldest[1]} or later "
             f"({before}): pip install -U keras. {ON_TENSORFLOW}."
         )
-
-
-def _keras_version():
-    """The installed Keras' (major, minor) release."""
-    major, minor = keras.version().split(".")[:2]
-    return int(major), int(minor)
 
 
 class CheckedExport:

@@ -13,6 +13,7 @@ import pytest
 from keras_gmlp.applications.gmlp import gMLP
 from keras_gmlp.applications.mlp_mixer import MLPMixer
 from keras_gmlp.utils._checked_steps import CheckedSteps
+from keras_gmlp.utils._keras_version import keras_version
 from keras_gmlp.utils.variants import GMLP_IMAGE_VARIANTS
 from keras_gmlp.utils.variants import MLP_MIXER_VARIANTS
 
@@ -192,3 +193,25 @@ def test_unrecordable_model_trains_eagerly_with_a_warning():
     eager = ReadsValues()
     eager.compile(optimizer="sgd", loss="mse", jit_compile=False)
     np.testing.assert_allclose(first, eager.train_on_batch(x, y), rtol=1e-6)
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_auto_compiles_torch_steps_on_cuda_only(cuda, monkeypatch):
+    """`jit_compile="auto"` takes the compiled steps where PyTorch has a
+    CUDA device (faked here: what is checked is the choice, made at
+    `compile`), and Keras' eager steps on CPUs; an explicit value and
+    several steps per execution are kept as given, and no other backend
+    is touched."""
+    if TORCH:
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    model = _gmlp_ti16()
+    model.compile(loss="mse")
+    expected = TORCH and cuda and keras_version() >= (3, 15)
+    assert model.uses_compiled_torch_steps is expected
+    assert bool(model.jit_compile) is (expected or not TORCH)
+    model.compile(loss="mse", jit_compile=False)
+    assert not model.uses_compiled_torch_steps
+    model.compile(loss="mse", steps_per_execution=2)
+    assert not model.uses_compiled_torch_steps

@@ -201,12 +201,12 @@ BUGS = [
         ],
     ),
     (
-        "PyTorch decoding keeps the caller's intra-op threads (a busy core stalls it)",
-        "keras_gmlp/layers/_torch_decoding.py",
-        "torch.set_num_threads(1)",
-        "torch.set_num_threads(threads)",
+        "PyTorch decoding leaves its chosen thread count behind, not the caller's",
+        "keras_gmlp/models/gmlp/decoding/torch_threads.py",
+        "            torch.set_num_threads(callers)",
+        "            pass",
         [
-            "tests/models/gmlp/test_torch_decoding.py::test_decoding_runs_on_one_thread_and_restores_the_callers_count"
+            "tests/models/gmlp/test_torch_decoding.py::test_thread_choice_follows_the_faster_count_as_the_load_changes"
         ],
     ),
     (
@@ -722,7 +722,7 @@ BUGS = [
     ),
     (
         "PyTorch decoder: split products on several threads drop the bias",
-        "keras_gmlp/layers/_torch_decoding.py",
+        "keras_gmlp/models/gmlp/decoding/torch_decoder.py",
         "return torch.addmm(self.bias_column, self.transposed, x.T).T",
         "return (self.transposed @ x.T).T",
         [
@@ -731,7 +731,7 @@ BUGS = [
     ),
     (
         "PyTorch decoder: a thread count chosen before is kept past the caller's",
-        "keras_gmlp/layers/_torch_threads.py",
+        "keras_gmlp/models/gmlp/decoding/torch_threads.py",
         "        if self.chosen not in self.counts:\n            self.chosen = 1\n",
         "",
         [

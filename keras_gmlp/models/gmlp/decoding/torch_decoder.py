@@ -1,7 +1,8 @@
 """One-token decoding step of a causal gMLP stack, written directly in PyTorch.
 
-The fast form of `_kernels.torch_decoder`, and the library's only raw-torch
-code; only that function makes a `TorchDecoder`. Keras runs PyTorch
+The fast form of the `torch_decoding` kernel (`keras_gmlp.layers._kernels`)
+on CPUs, and with `static_cache.py` the library's only raw-torch decoding
+code; only `decoding.torch_decoder` makes a `TorchDecoder`. Keras runs PyTorch
 eagerly, and every `Layer.__call__` and `keras.ops` call costs tens of
 microseconds of Python (argument flattening, dtype standardisation, tensor
 conversion). A decoding step runs about 200 of them for arithmetic that
@@ -14,7 +15,7 @@ cache every step, and the causal mask zeroes every later position anyway.
 
 `gMLPCausalLM.generate` uses it; it owns the caches the decoder updates.
 `TorchDecoder.sample` runs keras-hub's sampling loop around it, and each
-step on the intra-op thread count `_torch_threads.ThreadChoice` measures
+step on the intra-op thread count `torch_threads.ThreadChoice` measures
 faster.
 
 Keras' int8 layers (`quantize("int8")`) are computed as Keras computes
@@ -30,7 +31,7 @@ import math
 import weakref
 
 from keras_gmlp._compat import tensor_version
-from keras_gmlp.layers._torch_threads import CHOICE
+from keras_gmlp.models.gmlp.decoding.torch_threads import CHOICE
 
 
 def reproduces(token_embedding, segment_embedding, blocks, final_norm):
@@ -247,7 +248,7 @@ class TorchDecoder:
     def thread_choice(self, batch_size):
         """A context on the intra-op thread count found faster, in which
         `.step(decoder, *args)` runs a decoding step of `batch_size` rows
-        (see `_torch_threads.ThreadChoice`); the caller's count is back
+        (see `torch_threads.ThreadChoice`); the caller's count is back
         after."""
         import torch
 
@@ -316,14 +317,18 @@ class TorchDecoder:
 
         split = torch.get_num_threads() > 1
         with torch.no_grad():
-            x = self.token_embeddings[token_ids]
-            if self.token_scales is not None:
-                x = x / self.token_scales[token_ids, None]
-            x = x + self.segment_zero
+            x = self.embed(token_ids)
             for block, block_cache in zip(self.blocks, cache):
                 x = x + self._block(block, x, block_cache, index, split)
             hidden_states = _layer_norm(x, *self.final_norm)
             return self.output(hidden_states, split), hidden_states
+
+    def embed(self, token_ids):
+        """The embeddings of `token_ids` `(batch,)`, segment 0 added."""
+        x = self.token_embeddings[token_ids]
+        if self.token_scales is not None:
+            x = x / self.token_scales[token_ids, None]
+        return x + self.segment_zero
 
     def _block(self, block, x, block_cache, index, split):
         import torch

@@ -7,13 +7,14 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-eighty-five runs take about thirty minutes (the first twenty-six about
+eighty-seven runs take about thirty minutes (the first twenty-six about
 sixteen; 27-76, caught by the programs' unit tests in
 tests/applications/units, about eight and a half). 77-85 plant a bug at
 each kind of edge of issue 66 (a resume through the program, chunked reads,
 rounding at realistic sizes, whole distributions, size-
 and thread-dependent paths, global state restored; reported figures by
-value are bug 75, the progress lines'); about six minutes.
+value are bug 75, the progress lines'); about six minutes. 86-87 plant
+one in the compiled static-cache step and one in int8 decoding (issue 67).
 """
 
 import json
@@ -745,6 +746,24 @@ BUGS = [
         "            pass",
         [
             "tests/deployment/test_onnx_export.py::test_a_torch_onnx_export_leaves_nothing_registered_in_torch_onnx"
+        ],
+    ),
+    (
+        "Static-cache decoding: each token also sees the next position",
+        "keras_gmlp/models/gmlp/decoding/static_cache.py",
+        "visible = self.positions <= position",
+        "visible = self.positions <= position + 1",
+        [
+            "tests/models/gmlp/test_static_cache_decoding.py::test_compiled_step_gives_the_eager_tokens_with_one_graph_a_bucket"
+        ],
+    ),
+    (
+        "PyTorch int8 decoding truncates a row's values instead of rounding them",
+        "keras_gmlp/models/gmlp/decoding/torch_decoder.py",
+        "quantized = torch.mul(x, row_scale).round_()",
+        "quantized = torch.mul(x, row_scale)",
+        [
+            "tests/models/gmlp/test_torch_decoding.py::test_fast_step_equals_the_layers_cached_path"
         ],
     ),
 ]

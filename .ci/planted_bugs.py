@@ -7,13 +7,14 @@ CLONE is a scratch clone of this repository (each file is restored after
 its run, but do not point it at a working tree with changes). Prints one
 JSON line per bug: whether the named tests failed, and which. KERAS_BACKEND
 picks the backend (torch by default, the fastest). Not run by CI: the
-eighty-five runs take about thirty minutes (the first twenty-six about
+eighty-seven runs take about thirty minutes (the first twenty-six about
 sixteen; 27-76, caught by the programs' unit tests in
 tests/applications/units, about eight and a half). 77-85 plant a bug at
 each kind of edge of issue 66 (a resume through the program, chunked reads,
 rounding at realistic sizes, whole distributions, size-
 and thread-dependent paths, global state restored; reported figures by
-value are bug 75, the progress lines'); about six minutes.
+value are bug 75, the progress lines'); about six minutes. 86-87 plant
+one in the compiled static-cache step and one in int8 decoding (issue 67).
 """
 
 import json
@@ -201,12 +202,12 @@ BUGS = [
         ],
     ),
     (
-        "PyTorch decoding keeps the caller's intra-op threads (a busy core stalls it)",
-        "keras_gmlp/layers/_torch_decoding.py",
-        "torch.set_num_threads(1)",
-        "torch.set_num_threads(threads)",
+        "PyTorch decoding leaves its chosen thread count behind, not the caller's",
+        "keras_gmlp/models/gmlp/decoding/torch_threads.py",
+        "            torch.set_num_threads(callers)",
+        "            pass",
         [
-            "tests/models/gmlp/test_torch_decoding.py::test_decoding_runs_on_one_thread_and_restores_the_callers_count"
+            "tests/models/gmlp/test_torch_decoding.py::test_thread_choice_follows_the_faster_count_as_the_load_changes"
         ],
     ),
     (
@@ -722,7 +723,7 @@ BUGS = [
     ),
     (
         "PyTorch decoder: split products on several threads drop the bias",
-        "keras_gmlp/layers/_torch_decoding.py",
+        "keras_gmlp/models/gmlp/decoding/torch_decoder.py",
         "return torch.addmm(self.bias_column, self.transposed, x.T).T",
         "return (self.transposed @ x.T).T",
         [
@@ -731,7 +732,7 @@ BUGS = [
     ),
     (
         "PyTorch decoder: a thread count chosen before is kept past the caller's",
-        "keras_gmlp/layers/_torch_threads.py",
+        "keras_gmlp/models/gmlp/decoding/torch_threads.py",
         "        if self.chosen not in self.counts:\n            self.chosen = 1\n",
         "",
         [
@@ -745,6 +746,24 @@ BUGS = [
         "            pass",
         [
             "tests/deployment/test_onnx_export.py::test_a_torch_onnx_export_leaves_nothing_registered_in_torch_onnx"
+        ],
+    ),
+    (
+        "Static-cache decoding: each token also sees the next position",
+        "keras_gmlp/models/gmlp/decoding/static_cache.py",
+        "visible = self.positions <= position",
+        "visible = self.positions <= position + 1",
+        [
+            "tests/models/gmlp/test_static_cache_decoding.py::test_compiled_step_gives_the_eager_tokens_with_one_graph_a_bucket"
+        ],
+    ),
+    (
+        "PyTorch int8 decoding truncates a row's values instead of rounding them",
+        "keras_gmlp/models/gmlp/decoding/torch_decoder.py",
+        "quantized = torch.mul(x, row_scale).round_()",
+        "quantized = torch.mul(x, row_scale)",
+        [
+            "tests/models/gmlp/test_torch_decoding.py::test_fast_step_equals_the_layers_cached_path"
         ],
     ),
 ]

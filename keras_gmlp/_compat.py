@@ -105,6 +105,22 @@ def tensor_version(tensor):
     return tensor._version
 
 
+def int8_matmul(x, kernel):
+    """`x @ kernel` of two int8 PyTorch tensors, `(rows, inputs)` and
+    `(inputs, outputs)`, as int32 sums: what Keras' int8 layers compute.
+
+    Hook: `torch._int_mm`.
+    Why private: `torch.matmul` of int8 tensors sums in int8 and
+    overflows, and PyTorch has no public int8 x int8 -> int32 product;
+    casting both to int32 first is several times slower than the float
+    product this replaces. Keras' own PyTorch `ops.matmul` calls the same
+    name for int8 inputs on CUDA.
+    """
+    import torch
+
+    return torch._int_mm(x, kernel)
+
+
 def loss_tracker(model):
     """The `keras.metrics.Mean` named "loss" that a compiled model's steps
     update with each batch's loss (the `loss` of `fit`'s logs).

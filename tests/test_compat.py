@@ -266,6 +266,23 @@ def test_tensor_version_hook():
         assert _compat.tensor_version(value) > before
 
 
+def test_int8_matmul_hook():
+    """`torch._int_mm` multiplies int8 tensors into exact int32 sums on a
+    CPU, at sizes no multiple of 8, a transposed kernel view included."""
+    torch = pytest.importorskip("torch")
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-127, 128, (3, 20)).astype("int8")
+    kernel = rng.integers(-127, 128, (20, 7)).astype("int8")
+    expected = x.astype("int64") @ kernel.astype("int64")
+    for right in (torch.from_numpy(kernel), torch.from_numpy(kernel.T.copy()).T):
+        product = _compat.int8_matmul(torch.from_numpy(x), right)
+        assert product.dtype == torch.int32, hook_changed(
+            "torch._int_mm", f"returned {product.dtype}, not int32"
+        )
+        np.testing.assert_array_equal(product.numpy(), expected)
+
+
 def test_loss_tracker_hook():
     """`keras.Model._loss_tracker` is the "loss" mean a compiled model's
     steps update, the first of `model.metrics`."""
@@ -285,7 +302,13 @@ def test_loss_tracker_hook():
 
 @pytest.mark.parametrize(
     "hook",
-    ["BackboneLengthFromPreset", "add_special_token", "tensor_version", "loss_tracker"],
+    [
+        "BackboneLengthFromPreset",
+        "add_special_token",
+        "tensor_version",
+        "int8_matmul",
+        "loss_tracker",
+    ],
 )
 def test_each_hook_says_why(hook):
     doc = inspect.getdoc(getattr(_compat, hook))

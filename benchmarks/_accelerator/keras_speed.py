@@ -142,7 +142,11 @@ def mlm_speed(context, name, mode, precision, compiled):
 
 
 def generation_speed(context, batch):
-    """Greedy generation with the decoding cache: new tokens per second."""
+    """Greedy generation with the decoding cache: new tokens per second,
+    and which decoder ran (`decoding.decoder_name`: on PyTorch
+    "cuda-graphs" on the card, "eager-torch" on CPUs)."""
+    from keras_gmlp.models.gmlp.decoding import decoder_name
+
     size = context.size
     generation = size["generation"]
     model = keras_checks.causal_lm(generation)
@@ -154,4 +158,6 @@ def generation_speed(context, batch):
         synchronize,
     )
     rate = batch * generation["new_tokens"] / seconds
-    return dict(value=round(rate, 1), unit="tokens/s", batch=batch)
+    return dict(
+        value=round(rate, 1), unit="tokens/s", batch=batch, decoder=decoder_name(model)
+    )

@@ -48,7 +48,9 @@ def use_kernels(choice):
         choice: `"auto"` (the default outside any `with` block: each kernel
             takes its fast form where it was measured to be faster),
             `"fast"` (every fast form, on any device) or `"plain"` (Keras'
-            formulas everywhere). The PyTorch decoding step runs only on
+            formulas everywhere). The PyTorch decoding step
+            (`torch_decoding`, made by
+            `keras_gmlp.models.gmlp.decoding.torch_decoder`) runs only on
             the PyTorch backend, so `"fast"` cannot force it elsewhere.
     """
     global _choice
@@ -192,29 +194,3 @@ def spatial_projection(kernel, context, batch, rows, columns):
         ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
     )
     return ops.transpose(projected, (2, 1, 0, 3))
-
-
-# Fast on PyTorch: greedy generation of the 6-block aMLP in
-# benchmarks/generation.py went from 21 to 518 tokens/s (JAX: 993), then to
-# 1,078 with the sampling loop in torch and threads measured (JAX: 2,076). Eager
-# PyTorch spends a decoding step in Keras' per-call Python, not in the
-# arithmetic; the raw-torch step skips it and updates the caches in place.
-def torch_decoder(token_embedding, segment_embedding, blocks, final_norm):
-    """The raw-PyTorch decoding step of a causal gMLP stack, or None.
-
-    None means: decode through the layers' cached `call`. That is the plain
-    form, and also what configurations the step does not reproduce take
-    (see `keras_gmlp.layers._torch_decoding.reproduces`).
-
-    Args:
-        token_embedding, segment_embedding, blocks, final_norm: as in
-            `keras_gmlp.layers._torch_decoding.TorchDecoder`.
-    """
-    if not uses_fast_form("torch_decoding"):
-        return None
-    from keras_gmlp.layers import _torch_decoding
-
-    parts = (token_embedding, segment_embedding, blocks, final_norm)
-    if not _torch_decoding.reproduces(*parts):
-        return None
-    return _torch_decoding.TorchDecoder(*parts)

@@ -5,7 +5,7 @@ import keras_hub
 from keras import ops
 from keras_hub.models import CausalLM
 
-from keras_gmlp.layers._kernels import torch_decoder
+from keras_gmlp.models.gmlp import decoding
 from keras_gmlp.models.gmlp._checks import CheckedTextSteps
 from keras_gmlp.models.gmlp._checks import check_preprocessor_matches
 from keras_gmlp.models.gmlp._quantization_structure import quantization_layer_structure
@@ -209,7 +209,18 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
 
     def _decode_in_torch(self, fast_step, token_ids, index, mask, stop_token_ids):
         """Generation with the raw-PyTorch step `fast_step`, prefill
-        included, on the thread count it finds faster."""
+        included: compiled over a static cache on CUDA, else on the thread
+        count it finds faster."""
+        if decoding.compiles(fast_step, self.sampler, index):
+            return decoding.decode_compiled(
+                self.backbone,
+                fast_step,
+                self.sampler,
+                token_ids,
+                index,
+                mask,
+                stop_token_ids,
+            )
         with fast_step.thread_choice(ops.shape(token_ids)[0]) as threads:
             # Eager PyTorch knows `index` on the host, so the prefill can
             # stop there: the decoder writes every later position itself.
@@ -237,13 +248,7 @@ class gMLPCausalLM(CheckedExport, CheckedTextSteps, CausalLM):
         # Decoding starts at the end of the shortest prompt; longer prompts'
         # tokens are kept where the padding mask is true.
         index = ops.min(ops.sum(ops.cast(padding_mask, "int32"), axis=-1))
-        backbone = self.backbone
-        fast_step = torch_decoder(
-            backbone.token_embedding,
-            backbone.segment_embedding,
-            backbone.gmlp_blocks,
-            backbone.final_layer_norm,
-        )
+        fast_step = decoding.torch_decoder(self.backbone)
         if fast_step is None:
             hidden_states, cache = self._build_cache(token_ids)
             token_ids = self._sample(

@@ -11,10 +11,10 @@ import keras_hub
 import numpy as np
 import pytest
 
-from keras_gmlp.layers._kernels import torch_decoder
 from keras_gmlp.layers._kernels import use_kernels
 from keras_gmlp.models import gMLPBackbone
 from keras_gmlp.models import gMLPCausalLM
+from keras_gmlp.models.gmlp import decoding
 
 VOCABULARY_SIZE = 40
 TORCH = keras.backend.backend() == "torch"
@@ -52,13 +52,7 @@ def _causal_lm(attention_dim=None, dtype=None, gating="split", quantization=None
 
 
 def _fast_step(model):
-    backbone = model.backbone
-    return torch_decoder(
-        backbone.token_embedding,
-        backbone.segment_embedding,
-        backbone.gmlp_blocks,
-        backbone.final_layer_norm,
-    )
+    return decoding.torch_decoder(model.backbone)
 
 
 def _padded_prompts(rng, prompt_lengths, length=16):
@@ -218,10 +212,10 @@ def _timed_choice(monkeypatch, product_seconds):
     step function advances it by."""
     import torch
 
-    from keras_gmlp.layers import _torch_threads
+    from keras_gmlp.models.gmlp.decoding import torch_threads
 
     clock = [0.0]
-    monkeypatch.setattr(_torch_threads.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(torch_threads.time, "perf_counter", lambda: clock[0])
 
     def product():
         clock[0] += product_seconds[torch.get_num_threads()]
@@ -230,7 +224,7 @@ def _timed_choice(monkeypatch, product_seconds):
         clock[0] += seconds
         return torch.get_num_threads()
 
-    return _torch_threads.ThreadChoice(), product, step
+    return torch_threads.ThreadChoice(), product, step
 
 
 def test_thread_choice_follows_the_faster_count_as_the_load_changes(monkeypatch):

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from keras_gmlp.layers._kernels import use_kernels
+from keras_gmlp.models import gMLPBackbone
+from keras_gmlp.models import gMLPCausalLM
 
 # The decoder's helpers, reached here only (a move is a change here alone):
 # the size from which products split, and the process-wide thread choice.
-from keras_gmlp.layers._torch_decoding import SPLIT_WEIGHTS
-from keras_gmlp.layers._torch_threads import CHOICE
-from keras_gmlp.layers._torch_threads import FIRST_WAIT
-from keras_gmlp.models import gMLPBackbone
-from keras_gmlp.models import gMLPCausalLM
+from keras_gmlp.models.gmlp.decoding.torch_decoder import SPLIT_WEIGHTS
+from keras_gmlp.models.gmlp.decoding.torch_threads import CHOICE
+from keras_gmlp.models.gmlp.decoding.torch_threads import FIRST_WAIT
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "torch",

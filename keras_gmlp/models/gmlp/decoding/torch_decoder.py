@@ -1,7 +1,8 @@
 """One-token decoding step of a causal gMLP stack, written directly in PyTorch.
 
-The fast form of `_kernels.torch_decoder`, and the library's only raw-torch
-code; only that function makes a `TorchDecoder`. Keras runs PyTorch
+The fast form of the `torch_decoding` kernel (`keras_gmlp.layers._kernels`)
+on CPUs, and with `static_cache.py` the library's only raw-torch decoding
+code; only `decoding.torch_decoder` makes a `TorchDecoder`. Keras runs PyTorch
 eagerly, and every `Layer.__call__` and `keras.ops` call costs tens of
 microseconds of Python (argument flattening, dtype standardisation, tensor
 conversion). A decoding step runs about 200 of them for arithmetic that
@@ -14,7 +15,7 @@ cache every step, and the causal mask zeroes every later position anyway.
 
 `gMLPCausalLM.generate` uses it; it owns the caches the decoder updates.
 `TorchDecoder.sample` runs keras-hub's sampling loop around it, and each
-step on the intra-op thread count `_torch_threads.ThreadChoice` measures
+step on the intra-op thread count `torch_threads.ThreadChoice` measures
 faster.
 
 Keras' int8 layers (`quantize("int8")`) are computed as Keras computes
@@ -29,8 +30,9 @@ layers' path ran 20x slower than float on PyTorch).
 import math
 import weakref
 
+from keras_gmlp._compat import int8_matmul
 from keras_gmlp._compat import tensor_version
-from keras_gmlp.layers._torch_threads import CHOICE
+from keras_gmlp.models.gmlp.decoding.torch_threads import CHOICE
 
 
 def reproduces(token_embedding, segment_embedding, blocks, final_norm):
@@ -82,13 +84,18 @@ def _reproduced_quantization(layer):
     )
 
 
-def _input_quantizer(layer):
-    """(value limit, epsilon) of an int8 layer's input quantizer, or None
-    where its inputs stay float."""
+def _input_quantizer(layer, device):
+    """(value range, its upper limit, epsilon) of an int8 layer's input
+    quantizer, the last two as tensors on `device`, or None where its
+    inputs stay float."""
+    import torch
+
     quantizer = getattr(layer, "inputs_quantizer", None)
     if quantizer is None:
         return None
-    return quantizer.value_range, quantizer.epsilon
+    limit = torch.tensor(float(quantizer.value_range[1]), device=device)
+    epsilon = torch.tensor(float(quantizer.epsilon), device=device)
+    return quantizer.value_range, limit, epsilon
 
 
 # Products of at least this many weights (inputs x outputs) run as
@@ -126,10 +133,11 @@ def _made_from(value, name, make):
 
 class _Dense:
     """`x @ kernel + bias` of a Dense layer (or the tied output table), or
-    Keras' int8 product where `int8` is `(kernel_scale, input quantizer)`
-    (the int8 kernel held as float32): see `_int8_product`. `transposed`
-    is the kernel as `(outputs, inputs)` for products of SPLIT_WEIGHTS or
-    more, else None."""
+    Keras' int8 product where `int8` is `(kernel_scale, input quantizer,
+    int8 kernel or None)`: see `_int8_product`; `kernel` is then the int8
+    kernel as float32, or the int8 kernel itself where the product runs in
+    int8. `transposed` is the kernel as `(outputs, inputs)` for float
+    products of SPLIT_WEIGHTS or more, else None."""
 
     def __init__(self, kernel, transposed, bias=None, int8=None):
         self.kernel, self.bias, self.int8 = kernel, bias, int8
@@ -142,8 +150,7 @@ class _Dense:
         import torch
 
         if self.int8 is not None:
-            y = _int8_product(x, self._product, *self.int8, split)
-            return y if self.bias is None else y + self.bias
+            return _int8_product(x, self._product, *self.int8, self.bias, split)
         if self.bias is None:
             return self._product(x, split)
         # The bias added in the product's own call: one op fewer.
@@ -162,6 +169,11 @@ def _dense_weights(dense):
     bias = None if dense.bias is None else dense.bias.value
     # An int8 layer's `kernel` is its int8 variable.
     value = dense.kernel.value
+    if dense.quantization_mode is not None:
+        quantizer = _input_quantizer(dense, value.device)
+        if quantizer is not None and _multiplies_int8(value.device):
+            int8 = (dense.kernel_scale.value, quantizer, value)
+            return _Dense(value, None, bias, int8)
     kernel = value
     if dense.quantization_mode is not None:
         kernel = _made_from(value, "float32", value.float)
@@ -170,8 +182,20 @@ def _dense_weights(dense):
         transposed = _made_from(value, "transposed", lambda: kernel.T.contiguous())
     if dense.quantization_mode is None:
         return _Dense(kernel, transposed, bias)
-    int8 = (dense.kernel_scale.value, _input_quantizer(dense))
+    int8 = (dense.kernel_scale.value, quantizer, None)
     return _Dense(kernel, transposed, bias, int8)
+
+
+# Fast on CPUs: PyTorch's int8 product (int32 sums, as Keras' int8 layers
+# compute on PyTorch CPUs) took 5 us where the float product of the same
+# int8 values took 15 at batch 4, 128 to 512 (28 against 94 for a
+# 4,000-word output table); with it the 4-block width-128 causal LM
+# decoded int8 at batch 4 faster than float32 (benchmarks/docs/
+# generation.md). CUDA's takes more than 16 rows, so GPUs keep the
+# float product.
+def _multiplies_int8(device):
+    """Whether int8 products on `device` run as int8 matmuls."""
+    return device.type == "cpu"
 
 
 def _embedding_rows(embedding):
@@ -182,6 +206,19 @@ def _embedding_rows(embedding):
         return value, None
     table = _made_from(value, "float32", value.float)
     return table, embedding.embeddings_scale.value
+
+
+def _output_int8(embedding, scales):
+    """The `_Dense` int8 tuple of the tied output product of `embedding`
+    (whose rows are divided by `scales`), or None for a float table."""
+    if scales is None:
+        return None
+    quantizer = _input_quantizer(embedding, scales.device)
+    int8_kernel = None
+    if quantizer is not None and _multiplies_int8(scales.device):
+        # The int8 table transposed, a view: `(inputs, outputs)`.
+        int8_kernel = embedding.embeddings.value.T
+    return scales, quantizer, int8_kernel
 
 
 def _norm_weights(norm):
@@ -213,9 +250,7 @@ class TorchDecoder:
         self.output = _Dense(
             self.token_embeddings.T,
             self.token_embeddings,
-            int8=None
-            if self.token_scales is None
-            else (self.token_scales, _input_quantizer(token_embedding)),
+            int8=_output_int8(token_embedding, self.token_scales),
         )
         segments, segment_scales = _embedding_rows(segment_embedding)
         self.segment_zero = segments[0]
@@ -247,7 +282,7 @@ class TorchDecoder:
     def thread_choice(self, batch_size):
         """A context on the intra-op thread count found faster, in which
         `.step(decoder, *args)` runs a decoding step of `batch_size` rows
-        (see `_torch_threads.ThreadChoice`); the caller's count is back
+        (see `torch_threads.ThreadChoice`); the caller's count is back
         after."""
         import torch
 
@@ -316,14 +351,18 @@ class TorchDecoder:
 
         split = torch.get_num_threads() > 1
         with torch.no_grad():
-            x = self.token_embeddings[token_ids]
-            if self.token_scales is not None:
-                x = x / self.token_scales[token_ids, None]
-            x = x + self.segment_zero
+            x = self.embed(token_ids)
             for block, block_cache in zip(self.blocks, cache):
                 x = x + self._block(block, x, block_cache, index, split)
             hidden_states = _layer_norm(x, *self.final_norm)
             return self.output(hidden_states, split), hidden_states
+
+    def embed(self, token_ids):
+        """The embeddings of `token_ids` `(batch,)`, segment 0 added."""
+        x = self.token_embeddings[token_ids]
+        if self.token_scales is not None:
+            x = x / self.token_scales[token_ids, None]
+        return x + self.segment_zero
 
     def _block(self, block, x, block_cache, index, split):
         import torch
@@ -362,18 +401,42 @@ def _every_row_stopped(prompt, stops, mask):
     return bool((torch.isin(prompt, stops) & ~mask).any(dim=-1).all())
 
 
-def _int8_product(x, product, kernel_scale, quantizer, split):
+def _int8_product(x, product, kernel_scale, quantizer, int8_kernel, bias, split):
     """Keras' int8 `Dense` and reversed `ReversibleEmbedding`: the rows of
     `x` rounded to int8 at `limit / (max |row| + epsilon)`, times the int8
-    kernel (`product(rows, split)`), divided by both scales."""
+    kernel (`int8_matmul` by `int8_kernel` where given, else the float
+    `product(rows, split)` of the same values, exact up to 2**24), divided
+    by both scales, plus `bias` (or None).
+
+    At a few rows each op costs its dispatch, not its arithmetic (1-3 us
+    against 14 us for the product at batch 4, width 128 to 512), so the
+    quantization takes as few ops as give Keras' values: the clamp is left
+    out where it cannot bind (the limit's rounding never leaves
+    `[-limit, limit]`), and the division and bias are one `addcdiv`.
+    """
     import torch
 
     if quantizer is None:
-        return product(x, split) / kernel_scale
-    (low, high), epsilon = quantizer
-    row_scale = high / (x.abs().amax(dim=-1, keepdim=True) + epsilon)
-    quantized = torch.clamp(torch.round(x * row_scale), low, high)
-    return product(quantized, split) / (kernel_scale * row_scale)
+        y = product(x, split)
+        if bias is None:
+            return y.div_(kernel_scale)
+        return torch.addcdiv(bias, y, kernel_scale)
+    (low, high), limit, epsilon = quantizer
+    # An exact division, as Keras': `high / tensor` is a reciprocal times
+    # `high` in PyTorch, which rounds some rows' values the other way. The
+    # epsilon is a tensor: a Python float costs 3 us more to wrap.
+    largest = torch.linalg.vector_norm(x, math.inf, dim=-1, keepdim=True)
+    row_scale = torch.div(limit, largest.add_(epsilon))
+    quantized = torch.mul(x, row_scale).round_()
+    if low > -high:
+        quantized = quantized.clamp_(low, high)
+    if int8_kernel is None:
+        y = product(quantized, split)
+    else:
+        y = int8_matmul(quantized.to(torch.int8), int8_kernel).float()
+    if bias is None:
+        return y.div_(kernel_scale * row_scale)
+    return torch.addcdiv(bias, y, kernel_scale * row_scale)
 
 
 def _layer_norm(x, gamma, beta, epsilon):

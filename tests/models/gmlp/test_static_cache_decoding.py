@@ -1,0 +1,140 @@
+"""The compiled static-cache decoding step (CUDA graphs on a GPU) against
+the eager PyTorch decoder, on a CPU.
+
+On CUDA the step is compiled with `mode="reduce-overhead"`; here the same
+step is compiled with `fullgraph=True` by inductor's default mode, or
+traced by dynamo into a backend that counts the graphs it is handed and
+runs them as traced (cheap: no code generation). Either way the tokens
+must be the eager decoder's, and prompts of other lengths and batches in
+the same bucket must reuse the one graph. TensorFlow and JAX never run it.
+"""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+from keras_gmlp.models import gMLPBackbone
+from keras_gmlp.models import gMLPCausalLM
+from keras_gmlp.models.gmlp import decoding
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="the compiled decoding step runs on PyTorch only",
+)
+
+VOCABULARY_SIZE = 40
+LENGTH = 16
+
+
+def _causal_lm(quantization=None):
+    backbone = gMLPBackbone(
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=LENGTH,
+        attention_dim=8,
+        causal=True,
+        dropout=0.0,
+    )
+    # Every weight random: equal values would hide an indexing bug.
+    rng = np.random.default_rng(2)
+    for variable in backbone.trainable_weights:
+        variable.assign(0.5 * rng.standard_normal(variable.shape))
+    model = gMLPCausalLM(backbone)
+    if quantization:
+        model.quantize(quantization)
+    return model
+
+
+def _prompts(prompt_lengths, seed):
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1, VOCABULARY_SIZE, size=(len(prompt_lengths), LENGTH))
+    padding_mask = np.arange(LENGTH)[None, :] < np.array(prompt_lengths)[:, None]
+    return {
+        "token_ids": np.where(padding_mask, token_ids, 0).astype("int32"),
+        "padding_mask": padding_mask,
+    }
+
+
+def _generate(model, prompts, sampler, stop_token_ids=None):
+    model.compile(sampler=sampler())
+    output = model.generate(prompts, stop_token_ids=stop_token_ids)
+    return keras.ops.convert_to_numpy(output["token_ids"])
+
+
+def _compiled(monkeypatch, options):
+    monkeypatch.setattr(decoding, "compile_options", lambda device: options)
+
+
+def _counting_backend():
+    """A `torch.compile` backend that runs each graph as dynamo traced it,
+    and the list it appends each graph to."""
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    return backend, graphs
+
+
+@pytest.mark.parametrize("quantization", [None, "int8"])
+def test_compiled_step_gives_the_eager_tokens_with_one_graph_a_bucket(
+    monkeypatch, quantization
+):
+    """Prompts of 1, 4 and 9 tokens padded to 16 (a batch of 3), then of
+    2, 6, 3 and 5 (a batch of 4, the same bucket): greedy tokens equal the
+    eager decoder's, and the second call reuses the first one's graph."""
+    model = _causal_lm(quantization)
+    greedy = keras_hub.samplers.GreedySampler
+    first, second = _prompts([1, 4, 9], seed=0), _prompts([2, 6, 3, 5], seed=1)
+    eager = [_generate(model, prompts, greedy) for prompts in (first, second)]
+    assert decoding.decoder_name(model) == "eager-torch"
+    backend, graphs = _counting_backend()
+    _compiled(monkeypatch, {"backend": backend})
+    assert decoding.decoder_name(model) == "compiled-torch"
+    np.testing.assert_array_equal(_generate(model, first, greedy), eager[0])
+    assert len(graphs) == 1
+    np.testing.assert_array_equal(_generate(model, second, greedy), eager[1])
+    assert len(graphs) == 1
+    # The prompts are kept and the continuations vary.
+    np.testing.assert_array_equal(
+        np.where(first["padding_mask"], eager[0], 0), first["token_ids"]
+    )
+    assert len(np.unique(eager[0][:, 9:])) > 3
+
+
+@pytest.mark.parametrize("sampler", ["greedy", "top_k"])
+def test_compiled_loop_stops_where_keras_hubs_loop_stops(monkeypatch, sampler):
+    """With stop ids, rows that stopped keep their tokens until every row
+    has stopped, though the host looks only every few steps; top-k draws
+    run after the compiled step, seeded as in the eager loop."""
+    model = _causal_lm()
+    samplers = {
+        "greedy": keras_hub.samplers.GreedySampler,
+        "top_k": lambda: keras_hub.samplers.TopKSampler(k=4, seed=3),
+    }
+    prompts = _prompts([2, 6, 3], seed=4)
+    stops = (3, 7)
+    eager = _generate(model, prompts, samplers[sampler], stops)
+    backend, _ = _counting_backend()
+    _compiled(monkeypatch, {"backend": backend})
+    compiled = _generate(model, prompts, samplers[sampler], stops)
+    np.testing.assert_array_equal(compiled, eager)
+    # Every row stopped before the end, so the early stop was exercised.
+    generated = ~prompts["padding_mask"]
+    assert np.isin(eager, stops)[generated.nonzero()].any()
+    assert (np.where(generated, eager, -1) == 0).any()
+
+
+def test_compiled_step_under_inductor_gives_the_eager_tokens(monkeypatch):
+    """The step as CUDA compiles it, but in inductor's default mode (CUDA
+    graphs need a GPU): fullgraph, the same greedy tokens."""
+    model = _causal_lm()
+    prompts = _prompts([1, 4, 9], seed=0)
+    greedy = keras_hub.samplers.GreedySampler
+    eager = _generate(model, prompts, greedy)
+    _compiled(monkeypatch, {"mode": "default"})
+    np.testing.assert_array_equal(_generate(model, prompts, greedy), eager)

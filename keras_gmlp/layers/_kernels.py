@@ -163,10 +163,16 @@ def layer_normalization(layer, inputs):
 # Fast on XLA CPUs: 8 gMLP-S blocks, batch 8, training step (interleaved
 # A/B): JAX 1.40 s -> 1.27 s, TensorFlow 1.20 s -> 1.07 s. XLA's CPU backend
 # runs one (tokens, tokens) x (tokens, batch * channels) matmul faster than
-# the batched contraction the einsum lowers to. On PyTorch the einsum is one
-# `bmm` and the fast form's transposes made the step 1.06x slower.
-def spatial_projection(kernel, context, batch, rows, columns):
-    """`sum_n kernel[h, m, n] * context[b, n, h, c]`, the SGU's token mixing.
+# the batched contraction the einsum lowers to. With one head the fast form
+# is a matmul batched over the samples, each `W @ context[b]`: its operands
+# and result keep the activations' layout, so XLA transposes no activation
+# in the forward pass (a gMLP-S/16 block's training step: 5 transposes
+# instead of 14, 232 ms instead of 255 ms, benchmarks/docs/hlo_census.md).
+# On PyTorch the einsum is one `bmm` and the fast form's transposes made the
+# step 1.06x slower.
+def spatial_projection(kernel, bias, context, batch, rows, columns):
+    """`sum_n kernel[h, m, n] * context[b, n, h, c] + bias[h, m]`, the SGU's
+    token mixing.
 
     The sizes come from the caller's one `ops.shape` call: on TensorFlow
     each call adds a slice per unknown dimension, and unused slices become
@@ -174,24 +180,39 @@ def spatial_projection(kernel, context, batch, rows, columns):
 
     Args:
         kernel: `(heads, rows, columns)`, each head's spatial weights.
-        context: `(batch, columns, heads, head_dim)`, the normalised gates.
+        bias: `(heads, rows)`, each head's bias per output token.
+        context: `(batch, columns, heads * head_dim)`, the normalised gates,
+            head by head along the last axis.
         batch: int or scalar tensor, the batch size.
         rows: int or scalar tensor, the number of output tokens.
         columns: int or scalar tensor, the number of context tokens.
 
     Returns:
-        A tensor `(batch, rows, heads, head_dim)`.
+        A tensor `(batch, rows, heads * head_dim)`.
     """
-    if not uses_fast_form("spatial_projection"):
-        return ops.einsum("hmn,bnhc->bmhc", kernel, context)
-    heads, head_dim = kernel.shape[0], context.shape[-1]
-    tokens_first = ops.reshape(
-        ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
-    )
-    projected = ops.reshape(
-        ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
-    )
-    return ops.transpose(projected, (2, 1, 0, 3))
+    heads = kernel.shape[0]
+    fast = uses_fast_form("spatial_projection")
+    if heads == 1:
+        # `(1, rows)` to `(rows, 1)`, which broadcasts over the samples.
+        bias = ops.reshape(bias, (-1, 1))
+        if fast:
+            kernel = ops.broadcast_to(kernel, (batch, rows, columns))
+            return ops.matmul(kernel, context) + bias
+        return ops.einsum("mn,bnc->bmc", kernel[0], context) + bias
+    head_dim = context.shape[-1] // heads
+    context = ops.reshape(context, (batch, columns, heads, head_dim))
+    if fast:
+        tokens_first = ops.reshape(
+            ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
+        )
+        projected = ops.reshape(
+            ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
+        )
+        projected = ops.transpose(projected, (2, 1, 0, 3))
+    else:
+        projected = ops.einsum("hmn,bnhc->bmhc", kernel, context)
+    projected = projected + ops.transpose(bias)[:, :, None]
+    return ops.reshape(projected, (batch, rows, heads * head_dim))
 
 
 # Fast on PyTorch: greedy generation of the 6-block aMLP in

@@ -165,15 +165,17 @@ def test_layer_norm_equals_keras_layer_norm(rng, policy):
 def test_spatial_projection_is_the_token_contraction(rng, heads):
     batch, rows, columns, head_dim = 2, 5, 7, 4
     kernel = rng.standard_normal((heads, rows, columns)).astype("float32")
-    context = rng.standard_normal((batch, columns, heads, head_dim)).astype("float32")
+    bias = rng.standard_normal((heads, rows)).astype("float32")
+    context = rng.standard_normal((batch, columns, heads * head_dim)).astype("float32")
     expected = np.zeros((batch, rows, heads, head_dim))
     for b in range(batch):
         for h in range(heads):
-            expected[b, :, h] = kernel[h].astype("float64") @ context[b, :, h]
+            head = context[b, :, h * head_dim : (h + 1) * head_dim]
+            expected[b, :, h] = kernel[h].astype("float64") @ head + bias[h, :, None]
     results = outputs_in_each_form(
-        lambda: spatial_projection(kernel, context, batch, rows, columns)
+        lambda: spatial_projection(kernel, bias, context, batch, rows, columns)
     )
-    assert_forms_agree(results, expected)
+    assert_forms_agree(results, expected.reshape(batch, rows, heads * head_dim))
 
 
 @pytest.mark.parametrize("causal", [False, True])

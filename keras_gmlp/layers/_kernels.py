@@ -82,8 +82,9 @@ def uses_fast_form(name):
     if name == "layer_norm":
         return backend == "jax" and _xla_on_cpu()
     if name == "rank2_dense":
-        return True  # See `keras_gmlp.layers._ops.dense_on_last_axis`.
-    return _xla_on_cpu()  # The spatial projection.
+        # See `keras_gmlp.layers._ops.dense_on_last_axis`.
+        return backend != "torch"
+    return _xla_on_cpu() or _torch_on_cpu()  # The spatial projection.
 
 
 # Measured on TensorFlow CPUs: the gMLP-S training step (batch 8, interleaved
@@ -116,6 +117,14 @@ def _xla_on_cpu():
         return False
     devices = keras.distribution.list_devices()
     return all(device.lower().startswith("cpu") for device in devices)
+
+
+@functools.cache
+def _torch_on_cpu():
+    """Whether this is the PyTorch backend placing its tensors on the CPU."""
+    if keras.backend.backend() != "torch":
+        return False
+    return ops.zeros(()).device.type == "cpu"
 
 
 # Fast on JAX CPUs: one gMLP-S gradient step (batch 8, 2 cores, interleaved
@@ -168,8 +177,10 @@ def layer_normalization(layer, inputs):
 # and result keep the activations' layout, so XLA transposes no activation
 # in the forward pass (a gMLP-S/16 block's training step: 5 transposes
 # instead of 14, 232 ms instead of 255 ms, benchmarks/docs/hlo_census.md).
-# On PyTorch the einsum is one `bmm` and the fast form's transposes made the
-# step 1.06x slower.
+# Eager PyTorch on CPUs runs the one-head form too (a gMLP-S-sized
+# projection's forward and backward: 18.3 ms instead of 20.9 ms with the
+# einsum); with several heads it keeps the einsum, one `bmm`, since the
+# tokens-first transposes made its step 1.06x slower.
 def spatial_projection(kernel, bias, context, batch, rows, columns):
     """`sum_n kernel[h, m, n] * context[b, n, h, c] + bias[h, m]`, the SGU's
     token mixing.
@@ -201,7 +212,7 @@ def spatial_projection(kernel, bias, context, batch, rows, columns):
         return ops.einsum("mn,bnc->bmc", kernel[0], context) + bias
     head_dim = context.shape[-1] // heads
     context = ops.reshape(context, (batch, columns, heads, head_dim))
-    if fast:
+    if fast and keras.backend.backend() != "torch":
         tokens_first = ops.reshape(
             ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
         )

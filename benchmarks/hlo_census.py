@@ -41,6 +41,7 @@ REQUESTED = (
     "broadcast_in_dim",
     "dot_general",
     "slice",
+    "dynamic_slice",
 )
 STABLEHLO_OP = re.compile(r"= stablehlo\.(\w+)")
 INSTRUCTION = re.compile(r"^\s*(ROOT )?%?[\w.\-]+ = (\S+) (\w[\w-]*)\(")

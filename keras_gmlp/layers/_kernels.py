@@ -176,7 +176,8 @@ def layer_normalization(layer, inputs):
 # is a matmul batched over the samples, each `W @ context[b]`: its operands
 # and result keep the activations' layout, so XLA transposes no activation
 # in the forward pass (a gMLP-S/16 block's training step: 5 transposes
-# instead of 14, 232 ms instead of 255 ms, benchmarks/docs/hlo_census.md).
+# instead of 14, 232 ms instead of 255 ms; benchmarks/docs/hlo_census.md
+# and throughput.md).
 # Eager PyTorch on CPUs runs the one-head form too (a gMLP-S-sized
 # projection's forward and backward: 18.3 ms instead of 20.9 ms with the
 # einsum); with several heads it keeps the einsum, one `bmm`, since the

@@ -32,6 +32,18 @@ BLOCKS = {
     ),
 }
 COUNTED = ("transpose", "copy", "fusion", "dot", "convolution", "custom-call")
+# What the layers ask of XLA before it optimises anything, the same on
+# every device: the StableHLO ops of the lowered (not compiled) step.
+REQUESTED = (
+    "transpose",
+    "convert",
+    "reshape",
+    "broadcast_in_dim",
+    "dot_general",
+    "slice",
+    "dynamic_slice",
+)
+STABLEHLO_OP = re.compile(r"= stablehlo\.(\w+)")
 INSTRUCTION = re.compile(r"^\s*(ROOT )?%?[\w.\-]+ = (\S+) (\w[\w-]*)\(")
 OP_NAME = re.compile(r'op_name="([^"]+)"')
 KIND = re.compile(r"kind=(k\w+)")
@@ -45,6 +57,14 @@ def parse_args(argv=None):
         "--dtype-policy",
         default="mixed_bfloat16",
         help="Keras dtype policy of the block (default mixed_bfloat16)",
+    )
+    parser.add_argument(
+        "--kernels",
+        choices=("auto", "accelerator", "plain", "fast"),
+        default="auto",
+        help="the layers' kernel forms: 'auto' takes this CPU's, 'accelerator' "
+        "those a GPU takes, 'plain' and 'fast' force one form everywhere "
+        "(keras_gmlp.layers._kernels.use_kernels)",
     )
     parser.add_argument("--json", help="also write the census to this JSON file")
     args = parser.parse_args(argv)
@@ -67,8 +87,8 @@ def block(name, policy):
         keras.config.set_dtype_policy("float32")
 
 
-def optimised_hlo(layer, batch_size, mode):
-    """The optimised HLO text of one step of `layer` on random inputs."""
+def lowered_step(layer, batch_size, mode, kernels):
+    """One step of `layer` on random inputs, lowered by `jax.jit`."""
     import jax
     import jax.numpy as jnp
 
@@ -83,7 +103,23 @@ def optimised_hlo(layer, batch_size, mode):
         return jnp.mean(jnp.square(y.astype("float32")))
 
     step = jax.value_and_grad(forward, argnums=(0, 1)) if mode == "train" else forward
-    return jax.jit(step).lower(trainable, x).compile().as_text()
+    from keras_gmlp.layers import _kernels
+
+    on_cpu = _kernels._xla_on_cpu
+    if kernels == "accelerator":
+        # The "auto" forms of a device that is not a CPU.
+        _kernels._xla_on_cpu = lambda: False
+    try:
+        with _kernels.use_kernels("auto" if kernels == "accelerator" else kernels):
+            return jax.jit(step).lower(trainable, x)
+    finally:
+        _kernels._xla_on_cpu = on_cpu
+
+
+def requested(stablehlo_text):
+    """How many of each `REQUESTED` op the lowered step holds."""
+    found = collections.Counter(STABLEHLO_OP.findall(stablehlo_text))
+    return {op: found[op] for op in REQUESTED}
 
 
 def computations(hlo_text):
@@ -139,7 +175,11 @@ def census(hlo_text):
 
 
 def print_census(name, args, result):
-    print(f"{name} {args.mode} ({args.dtype_policy}, batch {args.batch_size}):")
+    print(
+        f"{name} {args.mode} ({args.dtype_policy}, batch {args.batch_size}, "
+        f"kernels {args.kernels}):"
+    )
+    print(f"  asked of XLA (lowered StableHLO): {result['requested']}")
     for op, places in result["counts"].items():
         top, fused = places.get("top", 0), places.get("fused", 0)
         print(f"  {op:<12} {top:>4} on their own, {fused:>4} inside fusions")
@@ -159,8 +199,10 @@ def main(argv=None):
         sys.exit("hlo_census.py reads XLA's HLO: run it with KERAS_BACKEND=jax")
     results = {}
     for name in BLOCKS:
-        text = optimised_hlo(block(name, args.dtype_policy), args.batch_size, args.mode)
-        results[name] = census(text)
+        layer = block(name, args.dtype_policy)
+        lowered = lowered_step(layer, args.batch_size, args.mode, args.kernels)
+        results[name] = census(lowered.compile().as_text())
+        results[name]["requested"] = requested(lowered.as_text())
         print_census(name, args, results[name])
     if args.json:
         with open(args.json + ".partial", "w") as file:

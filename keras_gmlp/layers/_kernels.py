@@ -84,8 +84,9 @@ def uses_fast_form(name):
     if name == "layer_norm":
         return backend == "jax" and _xla_on_cpu()
     if name == "rank2_dense":
-        return True  # See `keras_gmlp.layers._ops.dense_on_last_axis`.
-    return _xla_on_cpu()  # The spatial projection.
+        # See `keras_gmlp.layers._ops.dense_on_last_axis`.
+        return backend != "torch"
+    return _xla_on_cpu() or _torch_on_cpu()  # The spatial projection.
 
 
 # Measured on TensorFlow CPUs: the gMLP-S training step (batch 8, interleaved
@@ -118,6 +119,14 @@ def _xla_on_cpu():
         return False
     devices = keras.distribution.list_devices()
     return all(device.lower().startswith("cpu") for device in devices)
+
+
+@functools.cache
+def _torch_on_cpu():
+    """Whether this is the PyTorch backend placing its tensors on the CPU."""
+    if keras.backend.backend() != "torch":
+        return False
+    return ops.zeros(()).device.type == "cpu"
 
 
 # Fast on JAX CPUs: one gMLP-S gradient step (batch 8, 2 cores, interleaved
@@ -165,10 +174,19 @@ def layer_normalization(layer, inputs):
 # Fast on XLA CPUs: 8 gMLP-S blocks, batch 8, training step (interleaved
 # A/B): JAX 1.40 s -> 1.27 s, TensorFlow 1.20 s -> 1.07 s. XLA's CPU backend
 # runs one (tokens, tokens) x (tokens, batch * channels) matmul faster than
-# the batched contraction the einsum lowers to. On PyTorch the einsum is one
-# `bmm` and the fast form's transposes made the step 1.06x slower.
-def spatial_projection(kernel, context, batch, rows, columns):
-    """`sum_n kernel[h, m, n] * context[b, n, h, c]`, the SGU's token mixing.
+# the batched contraction the einsum lowers to. With one head the fast form
+# is a matmul batched over the samples, each `W @ context[b]`: its operands
+# and result keep the activations' layout, so XLA transposes no activation
+# in the forward pass (a gMLP-S/16 block's training step: 5 transposes
+# instead of 14, 232 ms instead of 255 ms; benchmarks/docs/hlo_census.md
+# and throughput.md).
+# Eager PyTorch on CPUs runs the one-head form too (a gMLP-S-sized
+# projection's forward and backward: 18.3 ms instead of 20.9 ms with the
+# einsum); with several heads it keeps the einsum, one `bmm`, since the
+# tokens-first transposes made its step 1.06x slower.
+def spatial_projection(kernel, bias, context, batch, rows, columns):
+    """`sum_n kernel[h, m, n] * context[b, n, h, c] + bias[h, m]`, the SGU's
+    token mixing.
 
     The sizes come from the caller's one `ops.shape` call: on TensorFlow
     each call adds a slice per unknown dimension, and unused slices become
@@ -176,21 +194,36 @@ def spatial_projection(kernel, context, batch, rows, columns):
 
     Args:
         kernel: `(heads, rows, columns)`, each head's spatial weights.
-        context: `(batch, columns, heads, head_dim)`, the normalised gates.
+        bias: `(heads, rows)`, each head's bias per output token.
+        context: `(batch, columns, heads * head_dim)`, the normalised gates,
+            head by head along the last axis.
         batch: int or scalar tensor, the batch size.
         rows: int or scalar tensor, the number of output tokens.
         columns: int or scalar tensor, the number of context tokens.
 
     Returns:
-        A tensor `(batch, rows, heads, head_dim)`.
+        A tensor `(batch, rows, heads * head_dim)`.
     """
-    if not uses_fast_form("spatial_projection"):
-        return ops.einsum("hmn,bnhc->bmhc", kernel, context)
-    heads, head_dim = kernel.shape[0], context.shape[-1]
-    tokens_first = ops.reshape(
-        ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
-    )
-    projected = ops.reshape(
-        ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
-    )
-    return ops.transpose(projected, (2, 1, 0, 3))
+    heads = kernel.shape[0]
+    fast = uses_fast_form("spatial_projection")
+    if heads == 1:
+        # `(1, rows)` to `(rows, 1)`, which broadcasts over the samples.
+        bias = ops.reshape(bias, (-1, 1))
+        if fast:
+            kernel = ops.broadcast_to(kernel, (batch, rows, columns))
+            return ops.matmul(kernel, context) + bias
+        return ops.einsum("mn,bnc->bmc", kernel[0], context) + bias
+    head_dim = context.shape[-1] // heads
+    context = ops.reshape(context, (batch, columns, heads, head_dim))
+    if fast and keras.backend.backend() != "torch":
+        tokens_first = ops.reshape(
+            ops.transpose(context, (2, 1, 0, 3)), (heads, columns, -1)
+        )
+        projected = ops.reshape(
+            ops.matmul(kernel, tokens_first), (heads, rows, batch, head_dim)
+        )
+        projected = ops.transpose(projected, (2, 1, 0, 3))
+    else:
+        projected = ops.einsum("hmn,bnhc->bmhc", kernel, context)
+    projected = projected + ops.transpose(bias)[:, :, None]
+    return ops.reshape(projected, (batch, rows, heads * head_dim))

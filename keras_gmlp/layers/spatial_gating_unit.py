@@ -282,14 +282,7 @@ class SpatialGatingUnit(keras.layers.Layer):
         """
         # One `ops.shape` call (see `dense_on_last_axis`).
         batch, columns = ops.shape(context)[:2]
-        kernel = ops.slice(
-            ops.convert_to_tensor(self.kernel),
-            (0, start, 0),
-            (self.num_heads, rows, columns),
-        )
-        bias = ops.slice(
-            ops.convert_to_tensor(self.bias), (0, start), (self.num_heads, rows)
-        )
+        kernel, bias = self._weights_for(start, rows, columns)
         kernel = ops.cast(kernel, context.dtype)
         bias = ops.cast(bias, context.dtype)
         if self.causal:
@@ -298,11 +291,33 @@ class SpatialGatingUnit(keras.layers.Layer):
             positions = start + ops.arange(0, rows)
             visible = ops.arange(0, columns)[None, :] <= positions[:, None]
             kernel = kernel * ops.cast(visible, kernel.dtype)[None]
-        head_dim = context.shape[-1] // self.num_heads
-        context = ops.reshape(context, (batch, columns, self.num_heads, head_dim))
-        projected = spatial_projection(kernel, context, batch, rows, columns)
-        projected = projected + ops.transpose(bias)[:, :, None]
-        return ops.reshape(projected, (batch, rows, self.num_heads * head_dim))
+        return spatial_projection(kernel, bias, context, batch, rows, columns)
+
+    def _weights_for(self, start, rows, columns):
+        """`W[:, start:start + rows, :columns]` and `b[:, start:start + rows]`.
+
+        Sliced with Python ints where the sizes are known: PyTorch's
+        `ops.slice` with tensor bounds reads them back from the tensors,
+        which costs time in eager mode and breaks a compiled graph on
+        Keras before 3.15. At the full length no slice is needed at all.
+        """
+        kernel, bias = self.kernel, self.bias
+        if all(isinstance(size, int) for size in (start, rows, columns)):
+            if start == 0 and rows == columns == self.sequence_length:
+                return kernel.value, bias.value
+            return (
+                kernel.value[:, start : start + rows, :columns],
+                bias.value[:, start : start + rows],
+            )
+        kernel = ops.slice(
+            ops.convert_to_tensor(kernel),
+            (0, start, 0),
+            (self.num_heads, rows, columns),
+        )
+        bias = ops.slice(
+            ops.convert_to_tensor(bias), (0, start), (self.num_heads, rows)
+        )
+        return kernel, bias
 
     def compute_output_shape(
         self, inputs_shape, padding_mask_shape=None, attention_output_shape=None

@@ -64,14 +64,15 @@ def test_forcing_picks_every_form():
 
 def test_automatic_choice_on_this_cpu():
     """What benchmarks/docs/throughput.md measured: XLA CPUs take the matmul form of
-    the spatial projection, JAX CPUs the leaner GELU and LayerNorm,
-    TensorFlow the ONNX-loadable GELU, PyTorch its decoding step, and every
-    backend the rank-2 matmul of the channel projections."""
+    the spatial projection (PyTorch on CPUs its one-head form), JAX CPUs
+    the leaner GELU and LayerNorm, TensorFlow the ONNX-loadable GELU,
+    PyTorch its decoding step, and the XLA backends the rank-2 matmul of
+    the channel projections."""
     backend = keras.backend.backend()
     expected = {
         "tensorflow": {"gelu", "rank2_dense", "spatial_projection"},
         "jax": {"gelu", "layer_norm", "rank2_dense", "spatial_projection"},
-        "torch": {"rank2_dense", "torch_decoding"},
+        "torch": {"spatial_projection", "torch_decoding"},
     }[backend]
     chosen = {name for name in KERNEL_NAMES if uses_fast_form(name)}
     assert chosen == expected
@@ -165,15 +166,17 @@ def test_layer_norm_equals_keras_layer_norm(rng, policy):
 def test_spatial_projection_is_the_token_contraction(rng, heads):
     batch, rows, columns, head_dim = 2, 5, 7, 4
     kernel = rng.standard_normal((heads, rows, columns)).astype("float32")
-    context = rng.standard_normal((batch, columns, heads, head_dim)).astype("float32")
+    bias = rng.standard_normal((heads, rows)).astype("float32")
+    context = rng.standard_normal((batch, columns, heads * head_dim)).astype("float32")
     expected = np.zeros((batch, rows, heads, head_dim))
     for b in range(batch):
         for h in range(heads):
-            expected[b, :, h] = kernel[h].astype("float64") @ context[b, :, h]
+            head = context[b, :, h * head_dim : (h + 1) * head_dim]
+            expected[b, :, h] = kernel[h].astype("float64") @ head + bias[h, :, None]
     results = outputs_in_each_form(
-        lambda: spatial_projection(kernel, context, batch, rows, columns)
+        lambda: spatial_projection(kernel, bias, context, batch, rows, columns)
     )
-    assert_forms_agree(results, expected)
+    assert_forms_agree(results, expected.reshape(batch, rows, heads * head_dim))
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -111,6 +111,15 @@ def parse_args(argv=None):
         action="store_true",
         help="no run: the rows in order, their expected seconds and which fit",
     )
+    parser.add_argument(
+        "--kernels",
+        choices=("auto", "fast", "plain"),
+        default="auto",
+        help="the Keras workers' kernel forms (keras_gmlp.layers._kernels."
+        "use_kernels): auto (the library's choice per device), fast (every "
+        "fast form, e.g. the spatial projection as batched products, never "
+        "yet timed on a card) or plain (Keras' formulas)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     unknown = sorted(set(args.jobs.split(",")) - set(WORKERS))
@@ -194,6 +203,7 @@ def worker_environment(args, worker):
     )
     if backend:
         env["KERAS_BACKEND"] = backend
+        env["ACCELERATOR_KERNELS"] = args.kernels
     if exclusive:
         env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.95"
     else:
@@ -248,7 +258,12 @@ def check(args):
         pool.stop_all()
         pool_module.gather_logs(log_dir, os.path.join(args.out, "workers.log"))
     expected.save(os.path.join(args.out, "expected_seconds.json"))
-    return finish(args.out, host_info(), collected, time.time() - start)
+    return finish(
+        args.out,
+        dict(host_info(), kernels=args.kernels),
+        collected,
+        time.time() - start,
+    )
 
 
 def finish(out, host, rows, seconds):

@@ -1,8 +1,10 @@
 """One worker process: runs the rows the parent sends, keeping what it has
 built and compiled between them (see pool.py)."""
 
+import contextlib
 import dataclasses
 import importlib
+import os
 import sys
 import time
 import traceback
@@ -48,6 +50,16 @@ def release_cached_memory():
         torch.cuda.empty_cache()
 
 
+def kernel_forms():
+    """The kernel forms `--kernels` chose for a Keras worker's rows."""
+    choice = os.environ.get("ACCELERATOR_KERNELS", "auto")
+    if choice == "auto":
+        return contextlib.nullcontext()
+    from keras_gmlp.layers._kernels import use_kernels
+
+    return use_kernels(choice)
+
+
 def serve(worker, quick, workdir, results_path):
     """Runs each row key read from standard input until it closes."""
     rows = {row.key: row for row in plan.build(quick, (worker,))}
@@ -59,7 +71,8 @@ def serve(worker, quick, workdir, results_path):
     for line in sys.stdin:
         row = rows[line.strip()]
         print(f"== {row.key}", flush=True)
-        fields = run_row(context, row)
+        with kernel_forms():
+            fields = run_row(context, row)
         release_cached_memory()
         row_fields = dict(section=row.section, item=row.item, worker=worker)
         append_row(results_path, dict(row_fields, key=row.key, **fields))

@@ -117,10 +117,10 @@ def test_a_resumed_tokenization_refuses_changed_flags_or_vocabulary(
 
     # The --vocabulary file's word pieces changed since: refused.
     vocabulary.write_text("\n".join(SPECIAL + WORDS[::-1]) + "\n")
-    with pytest.raises(SystemExit) as refused:
-        program.main(flags(corpus, vocabulary, cut))
-    assert refused.value.code == 2
-    assert f"--vocabulary {vocabulary} changed since" in capsys.readouterr().err
+    assert refusal(program, flags(corpus, vocabulary, cut), capsys) == (
+        f"--vocabulary {vocabulary} changed since the interrupted tokenization in "
+        f"{cut} began: restore it, or use another --output-dir"
+    )
     assert files_of(cut) == interrupted
 
     # The --vocabulary file no longer a vocabulary: refused, naming the flag.

@@ -198,7 +198,7 @@ def test_an_interrupted_tokenization_resumes_to_the_same_shards(
     rate = f"{(total - earlier) * 16:,}"
     out = capsys.readouterr().out
     # Keras' progress bar counts the part's documents, the skipped ones too.
-    assert "40/40" in out and "/document\n" in out
+    assert "40/40" in out and "s/document" in out
     report = out.rstrip().splitlines()[-1]
     assert report.endswith(
         f"train: 40 documents, {total} tokens in {shards} shards ({rate} tokens/s "

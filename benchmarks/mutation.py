@@ -67,6 +67,9 @@ MODULES = {
             f"{PROGRAMS}/test_text_streaming.py::test_bad_corpora_are_refused"
             "_in_one_line_before_training",
             f"{PROGRAMS}/test_text_streaming.py::test_a_bad_vocabulary_file_is_refused",
+            # labelled_file_documents' test (the text classifier's files).
+            f"{PROGRAMS}/test_finetune_text_classifier.py::test_text_files_are"
+            "_labelled_by_their_folder",
         ],
     ),
     "text_input_stream": (

@@ -94,15 +94,69 @@ def test_shards_hold_every_documents_ids_then_sep_in_order(written):
         # A shard ends at a document's end.
         assert np.load(tmp_path / entry["file"])[-1] == SEP
     counts = np.load(tmp_path / shard_set.TRAIN_COUNTS)
+    assert counts.dtype == np.int64
     np.testing.assert_array_equal(
         counts, np.bincount(reference_ids(texts), minlength=len(VOCABULARY))
     )
+    # The manifest on disk says what made it: the parts' sources and the
+    # vocabulary file, its digest, size and case.
+    assert json.loads((tmp_path / shard_set.MANIFEST).read_text()) == manifest
+    assert sorted(manifest["sources"]) == sorted(shard_set.PARTS)
+    vocabulary = (tmp_path / shard_set.VOCABULARY).read_bytes()
+    assert manifest["vocabulary"] == {
+        "file": "vocabulary.txt",
+        "sha256": hashlib.sha256(vocabulary).hexdigest(),
+        "size": len(VOCABULARY),
+        "lowercase": True,
+    }
     held_out = np.load(tmp_path / manifest["parts"]["test"]["shards"][0]["file"])
     np.testing.assert_array_equal(held_out, reference_ids(texts[3:6]))
     assert not [p for p in tmp_path.rglob(".*")]
 
 
-def test_an_interrupted_tokenization_resumes_to_the_same_shards(tmp_path, monkeypatch):
+@pytest.mark.backend_independent
+def test_a_shard_ends_with_the_batch_that_brings_it_to_shard_tokens(tmp_path):
+    """ShardWriter at its boundary: pending ids one short of --shard-tokens
+    write nothing; reaching it writes a shard of every pending id; a flush
+    writes the rest, and nothing when nothing is pending."""
+    entry = {"documents": 0, "tokens": 0, "shards": [], "finished": False}
+    manifest = {"dtype": "uint16", "parts": {"train": entry}}
+    sink = writer.ShardWriter(tmp_path, manifest, "train", shard_tokens=5)
+    sink.add(np.array([5, 6, 3, 7]), 2)
+    assert entry["shards"] == []
+    sink.add(np.array([3]), 1)
+    sink.add(np.array([8, 9, 10, 3]), 1)
+    assert [(s["documents"], s["tokens"]) for s in entry["shards"]] == [(3, 5)]
+    sink.flush()
+    sink.flush()
+    assert [(s["documents"], s["tokens"]) for s in entry["shards"]] == [(3, 5), (1, 4)]
+    assert (entry["documents"], entry["tokens"]) == (4, 9)
+    for shard, ids in zip(entry["shards"], ([5, 6, 3, 7, 3], [8, 9, 10, 3])):
+        written = np.load(tmp_path / shard["file"])
+        assert written.dtype == np.uint16 and written.tolist() == ids
+    assert json.loads((tmp_path / shard_set.MANIFEST).read_text()) == manifest
+
+
+@pytest.mark.backend_independent
+def test_train_counts_read_a_shard_past_one_read_chunk(tmp_path):
+    """The unigram counts of a shard longer than one read (2**22 ids), with
+    the vocabulary's last ids never seen: every id counted once, a zero for
+    each unseen one."""
+    ids = np.random.default_rng(3).integers(0, 50, size=(1 << 22) + 1000)
+    ids = ids.astype(np.uint16)
+    np.save(tmp_path / "train.npy", ids)
+    shard = {"file": "train.npy", "tokens": len(ids)}
+    manifest = {"dtype": "uint16", "parts": {"train": {"shards": [shard]}}}
+    writer.write_train_counts(tmp_path, manifest, vocabulary_size=60)
+    counts = np.load(tmp_path / shard_set.TRAIN_COUNTS)
+    expected = np.zeros(60, np.int64)
+    np.add.at(expected, ids, 1)
+    np.testing.assert_array_equal(counts, expected)
+
+
+def test_an_interrupted_tokenization_resumes_to_the_same_shards(
+    tmp_path, monkeypatch, capsys
+):
     texts = documents(1, 40)
     whole = write_shard_set(tmp_path / "whole", texts)
     saved = writer.save_shard
@@ -127,10 +181,29 @@ def test_an_interrupted_tokenization_resumes_to_the_same_shards(tmp_path, monkey
     sources = text_sources.memory_sources(
         {"train": dict(enumerate(texts)), "validation": {}, "test": {}}
     )
+    # The report counts this run's tokens over this run's seconds (a fake
+    # clock: 1/16 s, below the floor a mutant might put at 1 s).
+    ticks = iter([100.0, 100.0625])
+    monkeypatch.setattr(
+        writer, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks))
+    )
+    done = sum(s["documents"] for s in manifest["parts"]["train"]["shards"])
+    capsys.readouterr()
     writer.tokenize_part(
         tmp_path / "cut", manifest, "train", sources["train"], tokenizer, 40, batch=4
     )
     assert manifest["parts"]["train"] == whole["parts"]["train"]
+    total, earlier = len(reference_ids(texts)), len(reference_ids(texts[:done]))
+    shards = len(whole["parts"]["train"]["shards"])
+    rate = f"{(total - earlier) * 16:,}"
+    out = capsys.readouterr().out
+    # Keras' progress bar counts the part's documents, the skipped ones too.
+    assert "40/40" in out and "s/document" in out
+    report = out.rstrip().splitlines()[-1]
+    assert report.endswith(
+        f"train: 40 documents, {total} tokens in {shards} shards ({rate} tokens/s "
+        "this run)."
+    )
 
 
 @pytest.mark.parametrize(
@@ -444,8 +517,19 @@ def test_token_files_exclude_the_corpus_flags(program, tmp_path, capsys):
     for flags in (["--train-files", "x"], ["--dataset", "c4"], ["--vocabulary", "v"]):
         with pytest.raises(SystemExit):
             parse(program, ["--token-files", "shards", *flags], tmp_path)
-        flag = flags[0]
-        assert f"--token-files and {flag} both choose" in capsys.readouterr().err
+        message = capsys.readouterr().err.splitlines()[-1]
+        assert message.endswith(
+            f"error: --token-files and {flags[0]} both choose the corpus or its "
+            "vocabulary: give one (the shard set carries its vocabulary)"
+        )
+    # --help names the flag's value and says what it takes.
+    parser, _ = parse(program, ["--token-files", "shards"], tmp_path)
+    shown = " ".join(parser.format_help().split())
+    assert (
+        "--token-files DIR a corpus tokenized by tokenize_corpus.py (its "
+        "--output-dir): read as token ids, with its vocabulary, without "
+        "TensorFlow; instead of the corpus and vocabulary flags"
+    ) in shown
     # The vocabulary's size is the shard set's unless given (then checked).
     _, args = parse(program, ["--token-files", "shards"], tmp_path)
     assert args.vocabulary_size is None

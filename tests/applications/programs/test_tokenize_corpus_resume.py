@@ -2,11 +2,14 @@
 tokenization goes on only with what made its shards. A changed corpus flag
 is refused before Keras is imported (the program run as a subprocess, as a
 user runs it); a --vocabulary file whose word pieces changed since is
-refused before any document is tokenized; the same flags finish the shard
-set with every document's ids, as tokenized by hand.
+refused before any document is tokenized, and so is a shard set whose own
+vocabulary.txt changed or went; the same flags finish the shard set with
+every document's ids, as tokenized by hand. A fresh run without
+--vocabulary trains its own, whatever vocabulary.txt a stopped start left.
 
-Cost: one in-process tokenization of 40 short documents, cut and resumed,
-and one subprocess that stops at its flags. The same on every backend.
+Cost: two in-process tokenizations of 40 short documents (one cut and
+resumed, one training its vocabulary), and one subprocess that stops at its
+flags. The same on every backend.
 """
 
 import json
@@ -56,13 +59,22 @@ def files_of(folder):
     }
 
 
-def ids_by_hand(documents):
+def ids_by_hand(documents, vocabulary=SPECIAL + WORDS):
     """Each document's word pieces (one a word here), then [SEP]."""
-    vocabulary = SPECIAL + WORDS
     ids = []
     for text in documents:
-        ids += [vocabulary.index(word) for word in text.split()] + [3]
+        ids += [vocabulary.index(word) for word in text.split()]
+        ids.append(vocabulary.index("[SEP]"))
     return ids
+
+
+def refusal(program, argv, capsys):
+    """The one line a refused start prints (exit status 2), less its
+    "error:" prefix."""
+    with pytest.raises(SystemExit) as refused:
+        program.main(argv)
+    assert refused.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1].removeprefix("error: ")
 
 
 def part_ids(folder, manifest, part):
@@ -105,14 +117,33 @@ def test_a_resumed_tokenization_refuses_changed_flags_or_vocabulary(
 
     # The --vocabulary file's word pieces changed since: refused.
     vocabulary.write_text("\n".join(SPECIAL + WORDS[::-1]) + "\n")
-    with pytest.raises(SystemExit) as refused:
-        program.main(flags(corpus, vocabulary, cut))
-    assert refused.value.code == 2
-    assert f"--vocabulary {vocabulary} changed since" in capsys.readouterr().err
+    assert refusal(program, flags(corpus, vocabulary, cut), capsys) == (
+        f"--vocabulary {vocabulary} changed since the interrupted tokenization in "
+        f"{cut} began: restore it, or use another --output-dir"
+    )
+    assert files_of(cut) == interrupted
+
+    # The --vocabulary file no longer a vocabulary: refused, naming the flag.
+    vocabulary.write_text("\n".join(WORDS) + "\n")
+    assert refusal(program, flags(corpus, vocabulary, cut), capsys) == (
+        f"--vocabulary: {vocabulary} lacks the special tokens {SPECIAL} (a BERT "
+        f"vocab.txt has {SPECIAL})"
+    )
+    assert files_of(cut) == interrupted
+
+    # The shard set's own vocabulary.txt changed (the same word pieces,
+    # other bytes) or removed: refused, as its digest is the manifest's.
+    vocabulary.write_text("\n".join(SPECIAL + WORDS) + "\n")
+    kept = cut / shard_set.VOCABULARY
+    for damage in (lambda: kept.write_bytes(kept.read_bytes() + b"\n"), kept.unlink):
+        damage()
+        assert refusal(program, flags(corpus, vocabulary, cut), capsys) == (
+            f"{kept} is not the vocabulary of the interrupted tokenization"
+        )
+        kept.write_bytes(interrupted[pathlib.Path(shard_set.VOCABULARY)])
     assert files_of(cut) == interrupted
 
     # Restored, the run finishes as the uninterrupted one did.
-    vocabulary.write_text("\n".join(SPECIAL + WORDS) + "\n")
     resumed = program.main(flags(corpus, vocabulary, cut))
     assert resumed["complete"]
     # --heldout-fraction 0.1 carves, of every 10 documents, the first for
@@ -121,3 +152,30 @@ def test_a_resumed_tokenization_refuses_changed_flags_or_vocabulary(
         texts = [text for i, text in enumerate(documents) if i % 10 in kept]
         assert part_ids(cut, resumed, part) == ids_by_hand(texts), part
         assert resumed["parts"][part]["documents"] == len(texts)
+
+
+def test_a_fresh_tokenization_trains_its_vocabulary_in_the_default_output_dir(
+    tmp_path, monkeypatch
+):
+    """Without --vocabulary, --output-dir or --shard-tokens: --fast trains
+    at most 300 word pieces on the train documents (each word here becomes
+    one), into outputs/tokenize_corpus, in shards of 2**24 ids (one a part
+    here). A vocabulary.txt there without a manifest (a start stopped
+    before writing one) is not read: the run trains its own."""
+    corpus, _, documents = corpus_and_vocabulary(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    output_dir = tmp_path / "outputs" / "tokenize_corpus"
+    output_dir.mkdir(parents=True)
+    stale = "\n".join(SPECIAL + ["stale"]) + "\n"
+    (output_dir / shard_set.VOCABULARY).write_text(stale)
+    program = load_program("tokenize_corpus")
+    manifest = program.main(["--train-files", str(corpus), "--fast"])
+    assert manifest["complete"]
+    assert manifest["made_with"]["vocabulary_size"] == 300
+    assert manifest["made_with"]["shard_tokens"] == 2**24
+    trained = (output_dir / shard_set.VOCABULARY).read_text().splitlines()
+    assert len(trained) <= 300 and set(SPECIAL + WORDS) <= set(trained)
+    for part, kept in (("train", range(2, 10)), ("validation", [1]), ("test", [0])):
+        texts = [text for i, text in enumerate(documents) if i % 10 in kept]
+        assert part_ids(output_dir, manifest, part) == ids_by_hand(texts, trained)
+        assert len(manifest["parts"][part]["shards"]) == 1

@@ -302,3 +302,41 @@ def test_warmup_up_to_the_steps_and_periods_that_divide_them(tmp_path, capsys):
     with pytest.raises(SystemExit):
         resolve(12, 0, 5, tmp_path)
     assert "--save-every 5 must divide --steps 12" in capsys.readouterr().err
+
+
+def test_tokenize_corpus_says_and_checks_its_own_flags(tmp_path, capsys):
+    """tokenize_corpus.py's flags: --help says what each of its own takes
+    and its default; --fast trains at most 300 word pieces unless fewer are
+    asked; a corpus flag that needs another and an --output-dir that is a
+    file are flag errors."""
+    parser, args = parse("tokenize_corpus", [], tmp_path)
+    assert (args.vocabulary_size, args.shard_tokens) == (1200, 2**24)
+    shown = " ".join(parser.format_help().split())
+    for text in (
+        "--output-dir OUTPUT_DIR where the outputs go; rerunning with the same "
+        "directory resumes an interrupted run (default: outputs/tokenize_corpus)",
+        "--dataset DATASET a tensorflow-datasets text corpus (e.g. "
+        "wikipedia/20230601.en, c4) instead of the Python reference, read as a "
+        "stream",
+        "--vocabulary-size VOCABULARY_SIZE WordPiece vocabulary size to train (a "
+        "small corpus may give fewer) (default: 1200)",
+        "--shard-tokens SHARD_TOKENS token ids per shard (a shard ends at a "
+        "document's end past it) (default: 16777216)",
+    ):
+        assert text in shown, text
+    assert parse("tokenize_corpus", ["--fast"], tmp_path)[1].vocabulary_size == 300
+    given = ["--fast", "--vocabulary-size", "100"]
+    assert parse("tokenize_corpus", given, tmp_path)[1].vocabulary_size == 100
+    message = refusal("tokenize_corpus", ["--text-feature", "text"], tmp_path, capsys)
+    assert message.endswith("error: --data-dir and --text-feature need --dataset")
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    with pytest.raises(SystemExit) as raised:
+        importlib.import_module("tokenize_corpus").parse_args(
+            ["--output-dir", str(taken)]
+        )
+    assert raised.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.endswith(
+        f"error: --output-dir {taken} exists and is not a directory"
+    )

@@ -103,17 +103,10 @@ def lowered_step(layer, batch_size, mode, kernels):
         return jnp.mean(jnp.square(y.astype("float32")))
 
     step = jax.value_and_grad(forward, argnums=(0, 1)) if mode == "train" else forward
-    from keras_gmlp.layers import _kernels
+    from keras_gmlp.layers._kernels import use_kernels
 
-    on_cpu = _kernels._xla_on_cpu
-    if kernels == "accelerator":
-        # The "auto" forms of a device that is not a CPU.
-        _kernels._xla_on_cpu = lambda: False
-    try:
-        with _kernels.use_kernels("auto" if kernels == "accelerator" else kernels):
-            return jax.jit(step).lower(trainable, x)
-    finally:
-        _kernels._xla_on_cpu = on_cpu
+    with use_kernels(kernels):
+        return jax.jit(step).lower(trainable, x)
 
 
 def requested(stablehlo_text):

@@ -426,6 +426,8 @@ def fit_on_stream(model, stream, backup, **fit_args):
     """`model.fit(**fit_args)`, on the `stream`'s `feed()` if one is given,
     put back where the `backup` left it first; the feed's prefetching
     thread stops when `fit` ends, not with the process."""
+    if is_writer():
+        print(f"Training steps: {step_path(model)}.", flush=True)
     feed = None
     if stream is not None:
         backup.restore_stream()
@@ -500,8 +502,6 @@ def fit_resumably(
     if initial_epoch < fit_args["epochs"] and not (
         initial_epoch and patience_ran_out(history.rows, monitor, mode, patience)
     ):
-        if is_writer():
-            print(f"Training steps: {step_path(model)}.", flush=True)
         fit_on_stream(
             model,
             stream,

@@ -36,7 +36,7 @@ KERNEL_NAMES = (
     "spatial_projection",
     "torch_decoding",
 )
-CHOICES = ("auto", "fast", "plain")
+CHOICES = ("auto", "fast", "plain", "accelerator")
 _choice = "auto"
 
 
@@ -48,7 +48,10 @@ def use_kernels(choice):
         choice: `"auto"` (the default outside any `with` block: each kernel
             takes its fast form where it was measured to be faster),
             `"fast"` (every fast form, on any device) or `"plain"` (Keras'
-            formulas everywhere). The PyTorch decoding step
+            formulas everywhere), or `"accelerator"` (the forms `"auto"`
+            takes on a device that is not a CPU, also on a CPU: what
+            benchmarks/hlo_census.py compiles to show a GPU's HLO). The
+            PyTorch decoding step
             (`torch_decoding`, made by
             `keras_gmlp.models.gmlp.decoding.torch_decoder`) runs only on
             the PyTorch backend, so `"fast"` cannot force it elsewhere.
@@ -78,15 +81,17 @@ def uses_fast_form(name):
         return backend == "torch"
     if _choice == "fast":
         return True
+    xla_on_cpu = _choice != "accelerator" and _xla_on_cpu()
     if name == "gelu":
         # TensorFlow for export on every device (see `gelu`), JAX for speed.
-        return backend == "tensorflow" or (backend == "jax" and _xla_on_cpu())
+        return backend == "tensorflow" or (backend == "jax" and xla_on_cpu)
     if name == "layer_norm":
-        return backend == "jax" and _xla_on_cpu()
+        return backend == "jax" and xla_on_cpu
     if name == "rank2_dense":
         # See `keras_gmlp.layers._ops.dense_on_last_axis`.
         return backend != "torch"
-    return _xla_on_cpu() or _torch_on_cpu()  # The spatial projection.
+    # The spatial projection.
+    return xla_on_cpu or (_choice != "accelerator" and _torch_on_cpu())
 
 
 # Measured on TensorFlow CPUs: the gMLP-S training step (batch 8, interleaved
@@ -123,10 +128,15 @@ def _xla_on_cpu():
 
 @functools.cache
 def _torch_on_cpu():
-    """Whether this is the PyTorch backend placing its tensors on the CPU."""
+    """Whether this is the PyTorch backend placing its tensors on the CPU:
+    with no CUDA or MPS device, as Keras chooses its default device. Not
+    read from a new tensor, whose device a tracing context (a fake or meta
+    tensor mode) can change while this is cached."""
     if keras.backend.backend() != "torch":
         return False
-    return ops.zeros(()).device.type == "cpu"
+    import torch
+
+    return not (torch.cuda.is_available() or torch.backends.mps.is_available())
 
 
 # Fast on JAX CPUs: one gMLP-S gradient step (batch 8, 2 cores, interleaved

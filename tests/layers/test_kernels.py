@@ -62,6 +62,23 @@ def test_forcing_picks_every_form():
         assert not any(uses_fast_form(name) for name in KERNEL_NAMES)
 
 
+def test_accelerator_choice_takes_the_forms_off_a_cpu():
+    """`use_kernels("accelerator")`: what "auto" picks on a GPU, here on a
+    CPU (the GPU census of benchmarks/hlo_census.py): the einsum projection,
+    Keras' LayerNorm, exact GELU but on TensorFlow, the rank-2 matmul on
+    the XLA backends and PyTorch's decoding step."""
+    backend = keras.backend.backend()
+    with use_kernels("accelerator"):
+        chosen = {name: uses_fast_form(name) for name in KERNEL_NAMES}
+    assert chosen == {
+        "spatial_projection": False,
+        "gelu": backend == "tensorflow",
+        "layer_norm": False,
+        "rank2_dense": backend != "torch",
+        "torch_decoding": backend == "torch",
+    }
+
+
 def test_automatic_choice_on_this_cpu():
     """What benchmarks/docs/throughput.md measured: XLA CPUs take the matmul form of
     the spatial projection (PyTorch on CPUs its one-head form), JAX CPUs

@@ -202,11 +202,11 @@ def test_auto_compiles_torch_steps_on_cuda_only(cuda, monkeypatch):
     `compile`), and Keras' eager steps on CPUs; an explicit value and
     several steps per execution are kept as given, and no other backend
     is touched."""
+    model = _gmlp_ti16()  # built first: the layers' kernel choice is cached
     if TORCH:
         import torch
 
         monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
-    model = _gmlp_ti16()
     model.compile(loss="mse")
     expected = TORCH and cuda and keras_version() >= (3, 15)
     assert model.uses_compiled_torch_steps is expected

@@ -163,7 +163,7 @@ def mixed_step(context):
     mean and variance would lose the gates' spread entirely."""
     from _accelerator import keras_speed
 
-    model, step = keras_speed.image_runner(
+    model, step, _ = keras_speed.image_runner(
         context, "gmlp_s16", "train", "bfloat16", None, keep=True
     )
     loss = float(step())

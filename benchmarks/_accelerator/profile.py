@@ -50,7 +50,7 @@ def jax_step_profile(context, name, task, steps=3):
 
 def training_step(context, name, task):
     if task == "images":
-        _, step = keras_speed.image_runner(context, name, "train", "bfloat16", None)
+        _, step, _ = keras_speed.image_runner(context, name, "train", "bfloat16", None)
         return step
     size = context.size
     model = keras_speed.masked_lm(name, context.quick, size["text_length"], "bfloat16")

@@ -133,3 +133,33 @@ def loss_tracker(model):
     `model.metrics` lists the tracker without naming it.
     """
     return model._loss_tracker
+
+
+def autocast_dtype():
+    """The dtype Keras casts float variables to now, inside a layer's
+    `__call__` under a mixed dtype policy; None outside one.
+
+    Hook: `keras.src.backend.get_autocast_scope`.
+    Why private: `keras_gmlp.layers._ops.call_sublayer` runs a sublayer's
+    `call` without Keras' `Layer.__call__` on eager PyTorch, where that
+    call costs more than the layer's arithmetic, but only where `__call__`
+    would read the variables in the same dtype; Keras has no public way to
+    ask which autocast scope is open.
+    """
+    from keras.src.backend import get_autocast_scope
+
+    scope = get_autocast_scope()
+    return None if scope is None else scope.dtype
+
+
+def rematerializes(layer):
+    """Whether `layer` was made inside a `keras.RematScope`, so that its
+    `__call__` may recompute its outputs in the backward pass.
+
+    Hook: `keras.Layer._remat_mode` (set from the scope when the layer is
+    made).
+    Why private: `keras_gmlp.layers._ops.call_sublayer` must leave such a
+    layer to its `__call__`, which applies the scope's mode; Keras has no
+    public way to ask a layer for it.
+    """
+    return bool(layer._remat_mode)

@@ -300,6 +300,33 @@ def test_loss_tracker_hook():
     )
 
 
+def test_autocast_dtype_hook():
+    """`keras.src.backend.get_autocast_scope` names the dtype a mixed
+    layer's `__call__` reads its variables in, and nothing outside one."""
+    hook = "keras.src.backend.get_autocast_scope"
+    seen = []
+
+    class Probe(keras.layers.Layer):
+        def call(self, x):
+            seen.append(_compat.autocast_dtype())
+            return x
+
+    Probe(dtype="mixed_bfloat16")(np.ones((1, 2), "float32"))
+    Probe(dtype="float32")(np.ones((1, 2), "float32"))
+    assert seen == ["bfloat16", None], hook_changed(hook, f"gave {seen}")
+    assert _compat.autocast_dtype() is None, hook_changed(hook, "open outside")
+
+
+def test_rematerializes_hook():
+    """`keras.Layer._remat_mode` is set in a `keras.RematScope` only."""
+    hook = "keras.Layer._remat_mode"
+    with keras.RematScope(mode="full"):
+        inside = keras.layers.Dense(2)
+    outside = keras.layers.Dense(2)
+    found = (_compat.rematerializes(inside), _compat.rematerializes(outside))
+    assert found == (True, False), hook_changed(hook, f"gave {found}")
+
+
 @pytest.mark.parametrize(
     "hook",
     [
@@ -308,6 +335,8 @@ def test_loss_tracker_hook():
         "tensor_version",
         "int8_matmul",
         "loss_tracker",
+        "autocast_dtype",
+        "rematerializes",
     ],
 )
 def test_each_hook_says_why(hook):

@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_gmlp.layers._kernels import gelu
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import call_sublayer
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._quantization import serialized_dtype
@@ -239,7 +240,7 @@ class gMLPBlock(keras.layers.Layer):
                 sgu_cache, attention_cache = cache
             else:
                 sgu_cache = cache
-        x = self.norm(inputs)
+        x = call_sublayer(self.norm, inputs)
         attention_output = None
         if self.tiny_attention is not None:
             attention_output = self.tiny_attention(

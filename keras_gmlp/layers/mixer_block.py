@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_gmlp.layers._kernels import gelu
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import call_sublayer
 from keras_gmlp.layers._ops import dense_on_last_axis
 from keras_gmlp.layers._ops import drop_branch
 from keras_gmlp.layers._quantization import serialized_dtype
@@ -148,7 +149,7 @@ class MixerBlock(keras.layers.Layer):
         check_rank(self.__class__.__name__, "inputs", inputs.shape, 3)
         self._check_shape(inputs.shape)
         check_padding_mask(self.__class__.__name__, inputs.shape, padding_mask)
-        normalized = self.token_norm(inputs)
+        normalized = call_sublayer(self.token_norm, inputs)
         if padding_mask is not None:
             # Selected, not multiplied: 0 * NaN is NaN, and a padded
             # position may hold anything.
@@ -162,7 +163,7 @@ class MixerBlock(keras.layers.Layer):
         return x + self._mlp(
             self.channel_expand_dense,
             self.channel_output_dense,
-            self.channel_norm(x),
+            call_sublayer(self.channel_norm, x),
             training,
         )
 

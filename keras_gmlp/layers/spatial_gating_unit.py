@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_gmlp.layers._kernels import spatial_projection
 from keras_gmlp.layers._layer_normalization import LastAxisLayerNormalization
+from keras_gmlp.layers._ops import call_sublayer
 from keras_gmlp.layers._validation import check_length
 from keras_gmlp.layers._validation import check_padding_mask
 from keras_gmlp.layers._validation import check_positive_int
@@ -214,7 +215,7 @@ class SpatialGatingUnit(keras.layers.Layer):
             u, v = ops.split(inputs, 2, axis=-1)
         else:
             u = v = inputs
-        v = ops.cast(self.norm(v), u.dtype)
+        v = ops.cast(call_sublayer(self.norm, v), u.dtype)
         if padding_mask is not None:
             # Zeroed after the norm, so a padded token adds nothing to W @ v.
             # Selected, not multiplied: 0 * NaN is NaN, and a padded position

@@ -1,0 +1,102 @@
+"""Which sublayer calls skip Keras' `Layer.__call__` (`_ops.call_sublayer`):
+on PyTorch only, and only where `__call__` would add nothing; the values
+are those of the calls through `__call__` either way."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_gmlp.layers import MixerBlock
+from keras_gmlp.layers import _ops
+from keras_gmlp.layers import gMLPBlock
+from tests.layers.helpers import to_numpy
+
+TORCH = keras.backend.backend() == "torch"
+
+
+@pytest.fixture
+def keras_calls(monkeypatch):
+    """The `Dense` and `LayerNormalization` layers whose `__call__` runs."""
+    names = []
+    for cls in (keras.layers.Dense, keras.layers.LayerNormalization):
+        original = cls.__call__
+
+        def counted(self, *args, _original=original, **kwargs):
+            names.append(self)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__call__", counted)
+    return names
+
+
+def _through_keras_call(block, x, monkeypatch):
+    """`block(x)` with every sublayer called through `__call__`."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_ops, "_reads_variables_as_call_would", lambda layer: False)
+        return to_numpy(block(x))
+
+
+def _gmlp_block(dtype=None):
+    block = gMLPBlock(8, 16, 6, dtype=dtype)
+    block.build((None, 6, 8))
+    return block
+
+
+def _inputs():
+    return np.random.default_rng(0).standard_normal((2, 6, 8)).astype("float32")
+
+
+def test_float32_block_calls_its_sublayers_directly_on_torch(keras_calls, monkeypatch):
+    block, x = _gmlp_block(), _inputs()
+    expected = _through_keras_call(block, x, monkeypatch)
+    keras_calls.clear()
+    np.testing.assert_array_equal(to_numpy(block(x)), expected)
+    sublayers = {
+        block.norm.path,
+        block.expand_dense.path,
+        block.output_dense.path,
+        block.spatial_gating_unit.norm.path,
+    }
+    called = {layer.path for layer in keras_calls}
+    assert called == (set() if TORCH else sublayers)
+
+
+def test_mixed_precision_keeps_the_norms_on_keras_call(keras_calls, monkeypatch):
+    """Under a mixed policy the block's `__call__` opens a bfloat16
+    autocast scope. Keras' LayerNormalization is not autocast (it reads its
+    float32 weights as they are), so its `__call__`, which would close that
+    scope, runs; the `Dense` layers read theirs in the block's scope."""
+    block, x = _gmlp_block("mixed_bfloat16"), _inputs()
+    expected = _through_keras_call(block, x, monkeypatch)
+    keras_calls.clear()
+    np.testing.assert_array_equal(to_numpy(block(x)), expected)
+    called = {layer.path for layer in keras_calls}
+    norms = {block.norm.path, block.spatial_gating_unit.norm.path}
+    dense = {block.expand_dense.path, block.output_dense.path}
+    assert called == (norms if TORCH else norms | dense)
+
+
+def test_quantized_and_rematerialised_sublayers_take_keras_call(
+    keras_calls, monkeypatch
+):
+    quantized = _gmlp_block()
+    # What `Model.quantize` does to a block's `Dense` layers.
+    quantized.expand_dense.quantize("int8")
+    quantized.output_dense.quantize("int8")
+    with keras.RematScope(mode="full"):
+        rematerialised = _gmlp_block()
+    for block in (quantized, rematerialised):
+        keras_calls.clear()
+        block(_inputs())
+        assert block.expand_dense in keras_calls
+        assert block.output_dense in keras_calls
+
+
+def test_mixer_block_values_equal_keras_calls(keras_calls, monkeypatch):
+    block = MixerBlock(8, 12, 16, 6)
+    block.build((None, 6, 8))
+    x = _inputs()
+    expected = _through_keras_call(block, x, monkeypatch)
+    keras_calls.clear()
+    np.testing.assert_array_equal(to_numpy(block(x)), expected)
+    assert (not keras_calls) == TORCH

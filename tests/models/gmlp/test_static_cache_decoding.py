@@ -7,8 +7,8 @@ traced by dynamo into a backend that counts the graphs it is handed and
 runs them as traced (cheap: no code generation). Either way the tokens
 must be the eager decoder's, and prompts of other lengths and batches in
 the same bucket must reuse the one graph. Greedy decoding runs several
-tokens a graph (`greedy_graph`); the tests run 3 (on CUDA 8), which is
-cheaper to trace. TensorFlow and JAX never run it.
+tokens a graph (`greedy_graph`); the tests run 3 (on CUDA 8), cheaper to
+trace, and 1 under inductor. TensorFlow and JAX never run it.
 """
 
 import keras
@@ -20,7 +20,6 @@ from keras_gmlp.layers._kernels import use_kernels
 from keras_gmlp.models import gMLPBackbone
 from keras_gmlp.models import gMLPCausalLM
 from keras_gmlp.models.gmlp import decoding
-from keras_gmlp.models.gmlp.decoding import static_cache
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "torch",
@@ -71,6 +70,9 @@ def _generate(model, prompts, sampler, stop_token_ids=None):
 def _compiled(monkeypatch, options, steps=3):
     """Forces the compiled path with `options`, greedy decoding `steps`
     tokens a graph."""
+    # Imported here: it imports torch, which other backends' runs skip.
+    from keras_gmlp.models.gmlp.decoding import static_cache
+
     monkeypatch.setattr(decoding, "compile_options", lambda device: options)
     monkeypatch.setattr(static_cache, "STOP_CHECK_STEPS", steps)
 
@@ -137,13 +139,15 @@ def test_compiled_loop_stops_where_keras_hubs_loop_stops(monkeypatch, sampler):
 
 
 def test_compiled_step_under_inductor_gives_the_eager_tokens(monkeypatch):
-    """The step as CUDA compiles it, but in inductor's default mode (CUDA
-    graphs need a GPU): fullgraph, the same greedy tokens."""
+    """The greedy loop as CUDA compiles it, but in inductor's default mode
+    (CUDA graphs need a GPU): fullgraph, the same greedy tokens. One token
+    a graph: inductor's code generation grows with the tokens, and the
+    other tests check several a graph."""
     model = _causal_lm()
     prompts = _prompts([1, 4, 9], seed=0)
     greedy = keras_hub.samplers.GreedySampler
     eager = _generate(model, prompts, greedy)
-    _compiled(monkeypatch, {"mode": "default"})
+    _compiled(monkeypatch, {"mode": "default"}, steps=1)
     np.testing.assert_array_equal(_generate(model, prompts, greedy), eager)
 
 

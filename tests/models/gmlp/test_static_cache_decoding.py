@@ -156,12 +156,14 @@ def test_greedy_graph_of_several_tokens_gives_keras_hubs_tokens(
     monkeypatch, stop_token_ids
 ):
     """Three tokens a graph, 17 positions (the last graph runs past the
-    bucket; 16 to generate, not a multiple of 3), prompts of 2, 6 and 4
-    tokens (a batch of 3 in a bucket of 4, the first token generated at
-    the second position of a graph): the tokens of keras-hub's own loop
-    over the layers, with and without stop ids."""
+    bucket; 16 to generate, not a multiple of 3), prompts of 2, 6 (one
+    position masked out) and 4 tokens (a batch of 3 in a bucket of 4, the
+    first token generated at the second position of a graph): the tokens
+    of keras-hub's own loop over the layers, with and without stop ids."""
     model = _causal_lm(length=17)
     prompts = _prompts([2, 6, 4], seed=0, length=17)
+    # A position before the first generated one, outside the mask: kept.
+    prompts["padding_mask"][1, 1] = False
     greedy = keras_hub.samplers.GreedySampler
     with use_kernels("plain"):
         reference = _generate(model, prompts, greedy, stop_token_ids)

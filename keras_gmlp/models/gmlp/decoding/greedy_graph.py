@@ -54,8 +54,8 @@ class GreedyStaticCacheLoop(static_cache.StaticCacheStep):
         super().__init__(decoder, batch, length)
         self.temperature, self.stop_count, self.steps = temperature, stop_count, steps
         device = self.positions.device
-        # Column `p + 1` of the last call's position `p`, which may be past
-        # the bucket, is a column: no indexing beyond the buffer.
+        # The last call's positions may run past the bucket: `steps - 1`
+        # columns more hold the token after each.
         shape = (batch, length + steps - 1)
         ints = functools.partial(torch.zeros, dtype=torch.int64, device=device)
         flags = functools.partial(torch.zeros, dtype=torch.bool, device=device)

@@ -151,12 +151,14 @@ def test_compiled_step_under_inductor_gives_the_eager_tokens(monkeypatch):
     np.testing.assert_array_equal(_generate(model, prompts, greedy), eager)
 
 
-@pytest.mark.parametrize("stop_token_ids", [None, (30, 21)])
+# 12 is in the third prompt only: a stop id in a prompt does not stop its
+# row. Three ids fill a buffer of four.
+@pytest.mark.parametrize("stop_token_ids", [None, (30, 21, 12)])
 def test_greedy_graph_of_several_tokens_gives_keras_hubs_tokens(
     monkeypatch, stop_token_ids
 ):
-    """Three tokens a graph, 17 positions (the last graph runs past the
-    bucket; 16 to generate, not a multiple of 3), prompts of 2, 6 (one
+    """Three tokens a graph, 17 positions (16 through the step, not a
+    multiple of 3: the last graph runs past the bucket), prompts of 2, 6 (one
     position masked out) and 4 tokens (a batch of 3 in a bucket of 4, the
     first token generated at the second position of a graph): the tokens
     of keras-hub's own loop over the layers, with and without stop ids."""
@@ -176,8 +178,8 @@ def test_greedy_graph_of_several_tokens_gives_keras_hubs_tokens(
     generated = ~prompts["padding_mask"]
     if stop_token_ids is not None:
         # Rows stopped at different positions, the last in the middle of a
-        # graph's 3 (at 14: positions 12 to 14 write 13 to 15), and the
-        # loop ended there.
+        # graph's 3 (at 14: positions 12 to 14 write 13 to 15), and the loop
+        # ended there.
         stopped_at = np.argmax(np.isin(reference, stop_token_ids) & generated, axis=1)
         np.testing.assert_array_equal(stopped_at, [3, 8, 14])
         np.testing.assert_array_equal(reference[:, 15:], prompts["token_ids"][:, 15:])

@@ -1,12 +1,14 @@
 """The compiled static-cache decoding step (CUDA graphs on a GPU) against
-the eager PyTorch decoder, on a CPU.
+the eager PyTorch decoder and keras-hub's loop, on a CPU.
 
 On CUDA the step is compiled with `mode="reduce-overhead"`; here the same
 step is compiled with `fullgraph=True` by inductor's default mode, or
 traced by dynamo into a backend that counts the graphs it is handed and
 runs them as traced (cheap: no code generation). Either way the tokens
 must be the eager decoder's, and prompts of other lengths and batches in
-the same bucket must reuse the one graph. TensorFlow and JAX never run it.
+the same bucket must reuse the one graph. Greedy decoding runs several
+tokens a graph (`greedy_graph`); the tests run 3 (on CUDA 8), cheaper to
+trace, and 1 under inductor. TensorFlow and JAX never run it.
 """
 
 import keras
@@ -14,6 +16,7 @@ import keras_hub
 import numpy as np
 import pytest
 
+from keras_gmlp.layers._kernels import use_kernels
 from keras_gmlp.models import gMLPBackbone
 from keras_gmlp.models import gMLPCausalLM
 from keras_gmlp.models.gmlp import decoding
@@ -27,13 +30,13 @@ VOCABULARY_SIZE = 40
 LENGTH = 16
 
 
-def _causal_lm(quantization=None):
+def _causal_lm(quantization=None, length=LENGTH):
     backbone = gMLPBackbone(
         vocabulary_size=VOCABULARY_SIZE,
         num_layers=2,
         hidden_dim=32,
         intermediate_dim=64,
-        max_sequence_length=LENGTH,
+        max_sequence_length=length,
         attention_dim=8,
         causal=True,
         dropout=0.0,
@@ -48,10 +51,10 @@ def _causal_lm(quantization=None):
     return model
 
 
-def _prompts(prompt_lengths, seed):
+def _prompts(prompt_lengths, seed, length=LENGTH):
     rng = np.random.default_rng(seed)
-    token_ids = rng.integers(1, VOCABULARY_SIZE, size=(len(prompt_lengths), LENGTH))
-    padding_mask = np.arange(LENGTH)[None, :] < np.array(prompt_lengths)[:, None]
+    token_ids = rng.integers(1, VOCABULARY_SIZE, size=(len(prompt_lengths), length))
+    padding_mask = np.arange(length)[None, :] < np.array(prompt_lengths)[:, None]
     return {
         "token_ids": np.where(padding_mask, token_ids, 0).astype("int32"),
         "padding_mask": padding_mask,
@@ -64,8 +67,14 @@ def _generate(model, prompts, sampler, stop_token_ids=None):
     return keras.ops.convert_to_numpy(output["token_ids"])
 
 
-def _compiled(monkeypatch, options):
+def _compiled(monkeypatch, options, steps=3):
+    """Forces the compiled path with `options`, greedy decoding `steps`
+    tokens a graph."""
+    # Imported here: it imports torch, which other backends' runs skip.
+    from keras_gmlp.models.gmlp.decoding import static_cache
+
     monkeypatch.setattr(decoding, "compile_options", lambda device: options)
+    monkeypatch.setattr(static_cache, "STOP_CHECK_STEPS", steps)
 
 
 def _counting_backend():
@@ -130,11 +139,47 @@ def test_compiled_loop_stops_where_keras_hubs_loop_stops(monkeypatch, sampler):
 
 
 def test_compiled_step_under_inductor_gives_the_eager_tokens(monkeypatch):
-    """The step as CUDA compiles it, but in inductor's default mode (CUDA
-    graphs need a GPU): fullgraph, the same greedy tokens."""
+    """The greedy loop as CUDA compiles it, but in inductor's default mode
+    (CUDA graphs need a GPU): fullgraph, the same greedy tokens. One token
+    a graph: inductor's code generation grows with the tokens, and the
+    other tests check several a graph."""
     model = _causal_lm()
     prompts = _prompts([1, 4, 9], seed=0)
     greedy = keras_hub.samplers.GreedySampler
     eager = _generate(model, prompts, greedy)
-    _compiled(monkeypatch, {"mode": "default"})
+    _compiled(monkeypatch, {"mode": "default"}, steps=1)
     np.testing.assert_array_equal(_generate(model, prompts, greedy), eager)
+
+
+# 12 is in the third prompt only: a stop id in a prompt does not stop its
+# row. Three ids fill a buffer of four.
+@pytest.mark.parametrize("stop_token_ids", [None, (30, 21, 12)])
+def test_greedy_graph_of_several_tokens_gives_keras_hubs_tokens(
+    monkeypatch, stop_token_ids
+):
+    """Three tokens a graph, 17 positions (16 through the step, not a
+    multiple of 3: the last graph runs past the bucket), prompts of 2, 6 (one
+    position masked out) and 4 tokens (a batch of 3 in a bucket of 4, the
+    first token generated at the second position of a graph): the tokens
+    of keras-hub's own loop over the layers, with and without stop ids."""
+    model = _causal_lm(length=17)
+    prompts = _prompts([2, 6, 4], seed=0, length=17)
+    # A position before the first generated one, outside the mask: kept.
+    prompts["padding_mask"][1, 1] = False
+    greedy = keras_hub.samplers.GreedySampler
+    with use_kernels("plain"):
+        reference = _generate(model, prompts, greedy, stop_token_ids)
+    backend, graphs = _counting_backend()
+    _compiled(monkeypatch, {"backend": backend})
+    np.testing.assert_array_equal(
+        _generate(model, prompts, greedy, stop_token_ids), reference
+    )
+    assert len(graphs) == 1
+    generated = ~prompts["padding_mask"]
+    if stop_token_ids is not None:
+        # Rows stopped at different positions, the last in the middle of a
+        # graph's 3 (at 14: positions 12 to 14 write 13 to 15), and the loop
+        # ended there.
+        stopped_at = np.argmax(np.isin(reference, stop_token_ids) & generated, axis=1)
+        np.testing.assert_array_equal(stopped_at, [3, 8, 14])
+        np.testing.assert_array_equal(reference[:, 15:], prompts["token_ids"][:, 15:])

@@ -10,7 +10,8 @@ Three paths, one chosen per `generate` call (`decoder_name` says which):
   token on the thread count `torch_threads` finds faster: the CPU path.
 - `"cuda-graphs"`: the same formulas as a `static_cache.StaticCacheStep`
   compiled with `mode="reduce-overhead"` (CUDA graphs), when the weights
-  live on a CUDA device and the sampler keeps keras-hub's loop.
+  live on a CUDA device and the sampler keeps keras-hub's loop; with the
+  greedy sampler, the loop too (`greedy_graph.GreedyStaticCacheLoop`).
 """
 
 from keras_gmlp.layers._kernels import uses_fast_form
@@ -70,17 +71,33 @@ def compiles(decoder, sampler, index):
 
 def decode_compiled(backbone, decoder, sampler, prompt, index, mask, stop_token_ids):
     """keras-hub's sampling loop around the compiled static-cache step of
-    `decoder` (see `static_cache.sample`); `compiles` must hold."""
+    `decoder`; `compiles` must hold. Greedy sampling runs the whole loop in
+    the graph, `STOP_CHECK_STEPS` tokens a replay (`greedy_graph.sample`);
+    other samplers run after each step (`static_cache.sample`)."""
+    from keras_gmlp.models.gmlp.decoding import greedy_graph
     from keras_gmlp.models.gmlp.decoding import static_cache
 
     options = compile_options(decoder.token_embeddings.device)
     batch, length = prompt.shape[0], prompt.shape[1]
-    step, module = static_cache.compiled_step(
-        backbone, decoder, batch, length, sampler, options
+    temperature = static_cache.greedy_temperature(sampler)
+    if temperature is None:
+        step, module = static_cache.compiled_step(
+            backbone, decoder, batch, length, options
+        )
+        return static_cache.sample(
+            step, module, sampler, prompt, index, mask, stop_token_ids
+        )
+    step, module = greedy_graph.compiled_loop(
+        backbone,
+        decoder,
+        batch,
+        length,
+        options,
+        temperature=temperature,
+        stop_count=greedy_graph.stop_count(stop_token_ids),
+        steps=static_cache.STOP_CHECK_STEPS,
     )
-    return static_cache.sample(
-        step, module, sampler, prompt, index, mask, stop_token_ids
-    )
+    return greedy_graph.sample(step, module, prompt, index, mask, stop_token_ids)
 
 
 def decoder_name(model):

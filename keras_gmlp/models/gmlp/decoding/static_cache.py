@@ -20,6 +20,12 @@ The token loop never waits for the device, except every
 `STOP_CHECK_STEPS` steps to end early when every row has stopped: rows
 keep their tokens once all have stopped, so the tokens are those of
 keras-hub's loop, which checks every step.
+
+This module's `sample` is the loop of samplers that run after the step
+(top-k, top-p, random): per token the host copies the token in and the
+new token back. Greedy sampling runs a `greedy_graph.GreedyStaticCacheLoop`
+instead, whose one replay advances several tokens with the whole loop's
+update inside the graph.
 """
 
 import math
@@ -53,9 +59,7 @@ class StaticCacheStep(torch.nn.Module):
 
     `forward(token_ids, position)` writes the gates (and keys and values)
     of `token_ids` `(batch,)` at `position` (a `(1,)` int64 tensor) and
-    returns the next-token logits; with `greedy`, the greedy sampler's
-    tokens instead (`argmax` of the probabilities at `temperature`), so
-    that the sampler runs inside the compiled step.
+    returns the next-token logits.
 
     The caches are buffers of this module, so `torch.compile` treats them
     as static inputs: CUDA graphs may then write them in place.
@@ -65,12 +69,11 @@ class StaticCacheStep(torch.nn.Module):
             `decoder` before each `generate` to read the current weights.
         batch: the bucket's rows.
         length: the bucket's positions, at most the model's maximum length.
-        greedy: None, or the greedy sampler's temperature.
     """
 
-    def __init__(self, decoder, batch, length, greedy):
+    def __init__(self, decoder, batch, length):
         super().__init__()
-        self.decoder, self.batch, self.greedy = decoder, batch, greedy
+        self.decoder, self.batch = decoder, batch
         device = decoder.token_embeddings.device
         self.register_buffer("positions", torch.arange(length, device=device))
         for number, block in enumerate(decoder.blocks):
@@ -88,17 +91,19 @@ class StaticCacheStep(torch.nn.Module):
                 )
 
     def forward(self, token_ids, position):
-        decoder = self.decoder
         with torch.no_grad():
-            visible = self.positions <= position
-            x = decoder.embed(token_ids)
-            for number, block in enumerate(decoder.blocks):
-                x = x + self._block(number, block, x, position, visible)
-            hidden_states = _layer_norm(x, *decoder.final_norm)
-            logits = decoder.output(hidden_states, False)
-            if self.greedy is None:
-                return logits
-            return torch.softmax(logits / self.greedy, dim=-1).argmax(dim=-1)
+            return self.logits(token_ids, position)
+
+    def logits(self, token_ids, position):
+        """The next-token logits of `token_ids` at `position`, written into
+        the caches."""
+        decoder = self.decoder
+        visible = self.positions <= position
+        x = decoder.embed(token_ids)
+        for number, block in enumerate(decoder.blocks):
+            x = x + self._block(number, block, x, position, visible)
+        hidden_states = _layer_norm(x, *decoder.final_norm)
+        return decoder.output(hidden_states, False)
 
     def _block(self, number, block, x, position, visible):
         gates = getattr(self, f"gates_{number}")
@@ -137,7 +142,7 @@ class StaticCacheStep(torch.nn.Module):
         return attention["output"](torch.matmul(weights, values)[:, 0], False)
 
 
-def _greedy_temperature(sampler):
+def greedy_temperature(sampler):
     """The temperature of keras-hub's greedy sampler, else None (the
     sampler then runs after the compiled step)."""
     if type(sampler) is keras_hub.samplers.GreedySampler:
@@ -145,25 +150,25 @@ def _greedy_temperature(sampler):
     return None
 
 
-def compiled_step(backbone, decoder, batch, length, sampler, compile_options):
-    """The compiled `StaticCacheStep` of `backbone`'s bucket for `batch`
-    rows of `length` positions, made once per bucket and reading
-    `decoder`'s weights; its caches zeroed.
+def bucket_shape(decoder, batch, length):
+    """The `(rows, positions)` bucket of `batch` prompts of `length`
+    positions for `decoder`'s model."""
+    limit = decoder.blocks[0]["spatial_kernel"].shape[-1] if decoder.blocks else length
+    return bucket(batch, 1), min(limit, bucket(length, SHORTEST_BUCKET))
+
+
+def compiled_module(backbone, decoder, key, make, compile_options):
+    """The compiled module `make()` of `backbone` for `key`, made once
+    (its graphs replayed by later calls), reading `decoder`'s weights, its
+    caches zeroed.
 
     Returns:
         `(step, module)`: the compiled callable and its module.
     """
-    greedy = _greedy_temperature(sampler)
-    limit = decoder.blocks[0]["spatial_kernel"].shape[-1] if decoder.blocks else length
-    key = (
-        bucket(batch, 1),
-        min(limit, bucket(length, SHORTEST_BUCKET)),
-        greedy,
-        tuple(sorted(compile_options.items())),
-    )
+    key = (*key, tuple(sorted(compile_options.items())))
     steps = _STEPS.setdefault(backbone, {})
     if key not in steps:
-        module = StaticCacheStep(decoder, *key[:3])
+        module = make()
         steps[key] = (torch.compile(module, fullgraph=True, **compile_options), module)
     step, module = steps[key]
     module.decoder = decoder
@@ -173,10 +178,27 @@ def compiled_step(backbone, decoder, batch, length, sampler, compile_options):
     return step, module
 
 
+def compiled_step(backbone, decoder, batch, length, compile_options):
+    """The compiled `StaticCacheStep` of `backbone`'s bucket for `batch`
+    rows of `length` positions (see `compiled_module`).
+
+    Returns:
+        `(step, module)`: the compiled callable and its module.
+    """
+    shape = bucket_shape(decoder, batch, length)
+    return compiled_module(
+        backbone,
+        decoder,
+        ("step", *shape),
+        lambda: StaticCacheStep(decoder, *shape),
+        compile_options,
+    )
+
+
 def sample(step, module, sampler, prompt, index, mask, stop_token_ids):
     """keras-hub's `Sampler.__call__` loop around a compiled step: as
     `TorchDecoder.sample`, prefill included (positions before `index - 1`
-    go through the same step).
+    go through the same step), `sampler` run after each step.
 
     Args:
         step, module: as `compiled_step` returns them.
@@ -217,9 +239,8 @@ def sample(step, module, sampler, prompt, index, mask, stop_token_ids):
             if done is not None and (at - index) % STOP_CHECK_STEPS == 0:
                 if bool(done):
                     break
-            output = run(at - 1)
-            if module.greedy is None:
-                output = sampler.get_next_token(sampler.compute_probabilities(output))
+            logits = run(at - 1)
+            output = sampler.get_next_token(sampler.compute_probabilities(logits))
             keep = mask[:, at] if done is None else mask[:, at] | done
             prompt[:, at] = torch.where(keep, prompt[:, at], output.to(prompt.dtype))
             if done is not None:

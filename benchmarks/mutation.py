@@ -60,6 +60,7 @@ MODULES = {
     "text_input_files": (
         [f"src/_text_input/{name}.py" for name in ("text_files", "vocabulary")],
         [
+            f"{UNITS}/test_text_files.py",
             f"{UNITS}/test_input_edges.py",
             f"{UNITS}/test_text_stream.py",
             f"{PROGRAMS}/test_tokenize_corpus_resume.py",
@@ -226,6 +227,11 @@ def scratch_copy(folder, mutated, tests, isolation):
     shutil.copytree(ROOT / "benchmarks", folder / "benchmarks", ignore=ignore)
     (folder / "mutants").mkdir()
     (folder / "mutants" / "applications").symlink_to("src")
+    write_config(folder, mutated, tests, isolation)
+
+
+def write_config(folder, mutated, tests, isolation):
+    """The scratch copy's pyproject.toml: mutmut's and pytest's settings."""
     (folder / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
         'source_paths = ["src"]\n'
@@ -293,8 +299,9 @@ def measure(name, args, kept):
 
 
 def recheck(name, args, result):
-    """Runs the survivors of `result` again against this checkout's tests,
-    in the scratch copy of the module's last run, and counts again."""
+    """Runs the survivors of `result` again against this checkout's tests
+    and test selection, in the scratch copy of the module's last run, and
+    counts again."""
     folder = args.work_dir / name
     if not (folder / "mutants").is_dir():
         raise SystemExit(f"{name}: no scratch copy in {folder}: run it whole")
@@ -302,6 +309,11 @@ def recheck(name, args, result):
     for tests in (folder / "tests", folder / "mutants" / "tests"):
         shutil.rmtree(tests, ignore_errors=True)
         shutil.copytree(ROOT / "tests", tests, ignore=ignore)
+    # The module's test selection as this checkout names it (a test file
+    # added for the survivors).
+    mutated, tests = MODULES[name]
+    for copy in (folder, folder / "mutants"):
+        write_config(copy, mutated, tests, args.isolation)
     survivors = sorted(result["survivors"])
     print(f"{name}: {len(survivors)} survivors again, with the tests of {commit()}")
     if survivors:

@@ -318,7 +318,7 @@ def recheck(name, args, result):
     print(f"{name}: {len(survivors)} survivors again, with the tests of {commit()}")
     if survivors:
         run_mutmut(name, folder, args, *survivors)
-    counted = tally(folder, args, result.get("equivalent", {}))
+    counted = tally(folder, args, result.get("equivalent", {}), result)
     result["rechecked"] = {
         "measured": datetime.date.today().isoformat(),
         "commit": commit(),
@@ -341,11 +341,19 @@ def run_mutmut(name, folder, args, *mutants):
         raise SystemExit(f"{name}: mutmut failed ({run.returncode})")
 
 
-def tally(folder, args, kept_equivalent):
+def tally(folder, args, kept_equivalent, measured=None):
     """The counts, the score and the survivors' diffs of the mutants in
     `folder`; `kept_equivalent` (mutant: reason) of the mutants that still
-    survive are not counted."""
+    survive are not counted. After a recheck, the mutants not run again
+    have the outcome of the `measured` run's result."""
     found = outcomes(folder)
+    if measured is not None:
+        # mutmut may forget the results of the mutants a run with names
+        # did not run (it did after a recheck's new test selection).
+        earlier = set(measured["survivors"]) | set(measured.get("equivalent", {}))
+        for mutant, status in found.items():
+            if status == "not checked":
+                found[mutant] = "survived" if mutant in earlier else "killed"
     equivalent = {
         k: v
         for k, v in kept_equivalent.items()

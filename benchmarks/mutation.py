@@ -79,6 +79,15 @@ MODULES = {
             f"{UNITS}/test_text_stream.py",
             f"{UNITS}/test_prefetch.py",
             f"{UNITS}/test_input_edges.py",
+            # Its streams' tests (tf.data, no training).
+            *(
+                f"{PROGRAMS}/test_text_streaming.py::test_{name}"
+                for name in (
+                    "windows_join_documents_with_sep_across_boundaries",
+                    "a_restored_stream_gives_the_same_batches_and_masks",
+                    "feed_gives_each_iteration_the_batches_from_where_the_stream_stood",
+                )
+            ),
         ],
     ),
     "text_input_corpus": (

@@ -230,3 +230,94 @@ def test_held_out_windows_keep_the_last_partial_window():
     args.eval_batches = 1
     capped = heldout_windows(sources, DigitTokenizer(), 4, args)
     np.testing.assert_array_equal(capped["validation"], windows["validation"][:2])
+
+
+def number_stream(period, snapshots, finish=None, shards=(0,)):
+    """A TensorFlow-free StepStream whose batch k (from 0) is, per input
+    shard s, ([k, s], [-k])."""
+    from _text_input.stream import StepStream
+
+    class NumberStream(StepStream):
+        def next_batch(self):
+            parts = [(np.array([self.step, s]), np.array([-self.step])) for s in shards]
+            return self.join(parts)
+
+    return NumberStream(period, snapshots, finish, shards)
+
+
+def test_taken_batches_are_timed_counted_and_saved_where_periods_end(
+    tmp_path, monkeypatch
+):
+    """A fake clock that moves 0.25 s a reading: each batch adds the
+    0.25 s between its two readings. Two input shards, each finished."""
+    import itertools
+    import json
+    import time
+
+    readings = itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: next(readings) * 0.25)
+
+    def finish(step, shard, batch):
+        return batch[0] * 10, batch[1] + shard
+
+    stream = number_stream(2, tmp_path / "states", finish, shards=(3, 5))
+    batches = stream.batches()
+    got = [next(batches) for _ in range(3)]
+    for k, (x, y) in enumerate(got):
+        np.testing.assert_array_equal(x, [10 * k, 30, 10 * k, 50])
+        np.testing.assert_array_equal(y, [-k + 3, -k + 5])
+    assert stream.step == 3 and stream.input_seconds == 0.75
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["step-2"]
+    position = tmp_path / "states" / "step-2" / "position.json"
+    assert json.loads(position.read_text()) == {"step": 2}
+
+
+def test_a_failed_save_leaves_nothing_and_a_save_replaces_a_state(tmp_path):
+    stream = number_stream(1000, tmp_path / "states")
+    stream.step = 4
+    folder = tmp_path / "states" / "step-4"
+    folder.mkdir(parents=True)
+    (folder / "stale").write_text("an older state")
+    stream.save(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["position.json"]
+
+    def full_disk(staging):
+        (staging / "half").write_text("written before the disk filled")
+        raise OSError("no space left")
+
+    stream.write_state = full_disk
+    with pytest.raises(OSError, match="no space left"):
+        stream.save(tmp_path / "states" / "step-8")
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["step-4"]
+
+
+def test_discarded_states_take_the_shared_folder_once_it_is_empty(tmp_path):
+    first = number_stream(1, tmp_path / "stream" / "process-0")
+    second = number_stream(1, tmp_path / "stream" / "process-1")
+    first.take()
+    second.take()
+    first.discard_states()
+    assert [p.name for p in (tmp_path / "stream").iterdir()] == ["process-1"]
+    second.discard_states()
+    assert not (tmp_path / "stream").exists()
+    # A folder of another name is not the processes' shared one.
+    other = number_stream(1, tmp_path / "states" / "process-0")
+    other.take()
+    other.discard_states()
+    assert list((tmp_path / "states").iterdir()) == []
+
+
+def test_a_train_input_that_runs_out_is_refused_naming_the_shards(tmp_path):
+    import tensorflow as tf
+    from _text_input.stream import BatchStream
+
+    parts = tf.data.Dataset.from_tensor_slices(np.arange(2)).batch(1)
+    stream = BatchStream(tf.data.Dataset.zip((parts,)), 10, tmp_path, shards=(1, 3))
+    stream.take()
+    stream.take()
+    with pytest.raises(ValueError) as raised:
+        stream.take()
+    assert str(raised.value) == (
+        "the train input ran out: an input shard has no documents (shards "
+        "[1, 3]); use fewer --input-shards or more documents"
+    )

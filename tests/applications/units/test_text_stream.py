@@ -321,3 +321,50 @@ def test_a_train_input_that_runs_out_is_refused_naming_the_shards(tmp_path):
         "the train input ran out: an input shard has no documents (shards "
         "[1, 3]); use fewer --input-shards or more documents"
     )
+
+
+def test_the_rewound_stream_replays_at_most_32_batches(tmp_path):
+    """The first iteration keeps the batch taken to learn the signature and
+    up to 32 more; a second iteration after more than 32 is refused."""
+    from _text_input.stream import RewindOnce
+
+    for ahead, refused in ((31, False), (32, True)):
+        rewind = RewindOnce(number_stream(1000, tmp_path / "states"))
+        first = rewind.iteration()
+        for _ in range(1 + ahead):
+            next(first)
+        second = rewind.iteration()
+        if not refused:
+            assert int(next(second)[0][0]) == 0
+            continue
+        with pytest.raises(RuntimeError) as raised:
+            next(second)
+        assert str(raised.value) == (
+            "the train stream was iterated 2 times and 33 batches ahead; it "
+            "replays at most 32 batches once"
+        )
+
+
+def test_the_rewound_stream_is_a_dataset_of_its_batches_any_batch_size(tmp_path):
+    """Its signature: each array's shape with the batch dimension left
+    open, and its dtype; tf.data yields the stream's batches with it."""
+    import tensorflow as tf
+    from _text_input.stream import RewindOnce
+    from _text_input.stream import StepStream
+
+    class Rows(StepStream):
+        def next_batch(self):
+            rows = np.full((2, 3), self.step, "int32")
+            return rows, np.full((2,), self.step / 2, "float32")
+
+    rewind = RewindOnce(Rows(1000, tmp_path / "states"))
+    assert rewind.signature == (
+        tf.TensorSpec((None, 3), tf.int32),
+        tf.TensorSpec((None,), tf.float32),
+    )
+    dataset = tf.data.Dataset.from_generator(
+        rewind.iteration, output_signature=rewind.signature
+    )
+    for step, (rows, halves) in enumerate(dataset.take(3).as_numpy_iterator()):
+        np.testing.assert_array_equal(rows, np.full((2, 3), step))
+        np.testing.assert_array_equal(halves, [step / 2, step / 2])

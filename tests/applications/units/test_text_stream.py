@@ -368,3 +368,31 @@ def test_the_rewound_stream_is_a_dataset_of_its_batches_any_batch_size(tmp_path)
     for step, (rows, halves) in enumerate(dataset.take(3).as_numpy_iterator()):
         np.testing.assert_array_equal(rows, np.full((2, 3), step))
         np.testing.assert_array_equal(halves, [step / 2, step / 2])
+
+
+def test_bytes_that_are_not_utf8_become_unknown_word_pieces():
+    """Windows of 7: [CLS], then alpha [UNK] beta [SEP] beta [SEP]: the byte
+    0xFF is U+FFFD, a word piece the vocabulary lacks."""
+    import tensorflow as tf
+    from _text_input.windows import token_windows
+
+    from keras_gmlp.models import gMLPTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta"]
+    tokenizer = gMLPTokenizer(vocabulary=words, lowercase=True)
+    documents = tf.data.Dataset.from_tensor_slices([b"alpha \xff beta", b"beta"])
+    windows = list(token_windows(documents, tokenizer, 7).as_numpy_iterator())
+    pieces = ["[CLS]", "alpha", "[UNK]", "beta", "[SEP]", "beta", "[SEP]"]
+    assert [w.tolist() for w in windows] == [[words.index(p) for p in pieces]]
+
+
+def test_take_arrays_stacks_the_first_elements_or_gives_none():
+    import tensorflow as tf
+    from _text_input.windows import take_arrays
+
+    numbers = tf.data.Dataset.range(5).map(lambda i: {"a": i, "b": (2 * i, 3 * i)})
+    taken = take_arrays(numbers, 3)
+    np.testing.assert_array_equal(taken["a"], [0, 1, 2])
+    np.testing.assert_array_equal(taken["b"][0], [0, 2, 4])
+    np.testing.assert_array_equal(taken["b"][1], [0, 3, 6])
+    assert take_arrays(numbers.take(0), 3) is None

@@ -396,3 +396,65 @@ def test_take_arrays_stacks_the_first_elements_or_gives_none():
     np.testing.assert_array_equal(taken["b"][0], [0, 2, 4])
     np.testing.assert_array_equal(taken["b"][1], [0, 3, 6])
     assert take_arrays(numbers.take(0), 3) is None
+
+
+def test_a_replayed_state_counts_the_batches_already_taken(tmp_path):
+    """A stream that took two batches, restored to step 3's state (kept by
+    replay): one batch skipped, then step 4's."""
+    interrupted = counting_stream(3, tmp_path / "stream")
+    for _ in range(3):
+        interrupted.take()
+    resumed = counting_stream(3, tmp_path / "other")
+    resumed.take(), resumed.take()
+    resumed.restore(tmp_path / "stream" / "step-3")
+    x, _ = resumed.take()
+    np.testing.assert_array_equal(x, [6, 7])
+
+
+def test_a_checkpointed_state_is_not_replayed(tmp_path):
+    import json
+
+    import tensorflow as tf
+    from _text_input.stream import BatchStream
+    from _text_input.stream import train_batches
+
+    def numbers_stream(folder):
+        numbers = tf.data.Dataset.range(100)
+        pairs = lambda d: d.map(lambda x: (x, x))  # noqa: E731
+        batches = train_batches(numbers, pairs, 2, 0, (1, 1))
+        return BatchStream(tf.data.Dataset.zip((batches,)), 2, folder)
+
+    stream = numbers_stream(tmp_path / "stream")
+    stream.take(), stream.take()
+    state = tmp_path / "stream" / "step-2"
+    position = json.loads((state / "position.json").read_text())
+    assert position == {"step": 2, "replay": False}
+    assert sorted(p.name for p in state.iterdir())[0].startswith("iterator")
+    resumed = numbers_stream(tmp_path / "other")
+    resumed.restore(state)
+    x, _ = resumed.take()
+    np.testing.assert_array_equal(x, [4, 5])
+
+
+def test_each_pass_over_the_documents_is_shuffled_anew():
+    """Eight documents, a document buffer of eight, an example buffer of
+    one, batches of eight: each batch is one pass, a permutation of the
+    documents, none in their order, no two alike (seed 0)."""
+    import tensorflow as tf
+    from _text_input.stream import train_batches
+
+    documents = tf.data.Dataset.range(8)
+    batches = train_batches(documents, lambda d: d.map(lambda x: (x, x)), 8, 0, (8, 1))
+    passes = [tuple(x) for x, _ in batches.take(3).as_numpy_iterator()]
+    assert all(sorted(p) == list(range(8)) for p in passes)
+    assert tuple(range(8)) not in passes and len(set(passes)) == 3
+
+
+def test_the_training_options_keep_the_order_and_ignore_external_state():
+    import tensorflow as tf
+    from _text_input.stream import training_options
+
+    options = training_options(tf.data.Dataset.range(3)).options()
+    assert options.deterministic is True
+    ignore = tf.data.experimental.ExternalStatePolicy.IGNORE
+    assert options.experimental_external_state_policy == ignore

@@ -411,6 +411,10 @@ def test_a_replayed_state_counts_the_batches_already_taken(tmp_path):
     np.testing.assert_array_equal(x, [6, 7])
 
 
+def identity_pairs(numbers):
+    return numbers.map(lambda x: (x, x))
+
+
 def test_a_checkpointed_state_is_not_replayed(tmp_path):
     import json
 
@@ -420,8 +424,7 @@ def test_a_checkpointed_state_is_not_replayed(tmp_path):
 
     def numbers_stream(folder):
         numbers = tf.data.Dataset.range(100)
-        pairs = lambda d: d.map(lambda x: (x, x))  # noqa: E731
-        batches = train_batches(numbers, pairs, 2, 0, (1, 1))
+        batches = train_batches(numbers, identity_pairs, 2, 0, (1, 1))
         return BatchStream(tf.data.Dataset.zip((batches,)), 2, folder)
 
     stream = numbers_stream(tmp_path / "stream")

@@ -461,3 +461,21 @@ def test_the_training_options_keep_the_order_and_ignore_external_state():
     assert options.deterministic is True
     ignore = tf.data.experimental.ExternalStatePolicy.IGNORE
     assert options.experimental_external_state_policy == ignore
+
+
+def test_the_shuffled_examples_follow_the_seed_in_batches_of_a_fixed_size():
+    """Documents in order (a buffer of one), examples shuffled in a buffer
+    of 16: the same seed gives the same batches, another seed others; the
+    batch size is part of the batches' static shape."""
+    import tensorflow as tf
+    from _text_input.stream import train_batches
+
+    def first_batches(seed):
+        documents = tf.data.Dataset.range(64)
+        batches = train_batches(documents, identity_pairs, 8, seed, (1, 16))
+        assert batches.element_spec[0].shape == (8,)
+        return [x.tolist() for x, _ in batches.take(3).as_numpy_iterator()]
+
+    assert first_batches(5) == first_batches(5)
+    assert first_batches(5) != first_batches(6)
+    assert first_batches(5)[0] != list(range(8))

@@ -258,13 +258,13 @@ def test_taken_batches_are_timed_counted_and_saved_where_periods_end(
     monkeypatch.setattr(time, "perf_counter", lambda: next(readings) * 0.25)
 
     def finish(step, shard, batch):
-        return batch[0] * 10, batch[1] + shard
+        return batch[0] * 10 + step, batch[1] + shard
 
     stream = number_stream(2, tmp_path / "states", finish, shards=(3, 5))
     batches = stream.batches()
     got = [next(batches) for _ in range(3)]
     for k, (x, y) in enumerate(got):
-        np.testing.assert_array_equal(x, [10 * k, 30, 10 * k, 50])
+        np.testing.assert_array_equal(x, [11 * k, 30 + k, 11 * k, 50 + k])
         np.testing.assert_array_equal(y, [-k + 3, -k + 5])
     assert stream.step == 3 and stream.input_seconds == 0.75
     assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["step-2"]

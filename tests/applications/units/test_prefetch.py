@@ -74,7 +74,7 @@ def test_two_batches_are_held_ready_by_default_and_waits_are_timed(monkeypatch):
     import itertools
 
     readings = itertools.count()
-    monkeypatch.setattr(time, "perf_counter", lambda: next(readings) * 0.25)
+    monkeypatch.setattr(time, "perf_counter", lambda: 100 + next(readings) * 0.25)
     take, taken = counting_take()
     waits = []
     batches = iter(Prefetch(take, on_wait=waits.append))

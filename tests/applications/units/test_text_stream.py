@@ -8,6 +8,7 @@ partial held-out window. tf.data only: the same on every backend."""
 import gzip
 import types
 
+import keras
 import numpy as np
 import pytest
 
@@ -255,7 +256,7 @@ def test_taken_batches_are_timed_counted_and_saved_where_periods_end(
     import time
 
     readings = itertools.count()
-    monkeypatch.setattr(time, "perf_counter", lambda: next(readings) * 0.25)
+    monkeypatch.setattr(time, "perf_counter", lambda: 100 + next(readings) * 0.25)
 
     def finish(step, shard, batch):
         return batch[0] * 10 + step, batch[1] + shard
@@ -479,3 +480,42 @@ def test_the_shuffled_examples_follow_the_seed_in_batches_of_a_fixed_size():
     assert first_batches(5) == first_batches(5)
     assert first_batches(5) != first_batches(6)
     assert first_batches(5)[0] != list(range(8))
+
+
+def test_discarding_states_never_saved_is_quiet(tmp_path):
+    stream = number_stream(1000, tmp_path / "stream" / "process-0")
+    stream.take()
+    stream.discard_states()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fed_batches_are_timed_from_the_clock(tmp_path, monkeypatch):
+    import itertools
+    import time
+
+    readings = itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: 100 + next(readings) * 0.25)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    stream = number_stream(1000, tmp_path / "states")
+    fed = stream.feed()
+    firsts = [int(next(fed)[0][0]) for _ in range(2)]
+    fed.close()
+    assert firsts == [0, 1] and stream.input_seconds == 0.5
+
+
+def test_under_a_strategy_tensorflow_is_fed_a_dataset_that_rewinds_once(
+    tmp_path, monkeypatch
+):
+    """The TensorFlow trainer's input under a tf.distribute strategy (the
+    backend's name patched: the same tf.data on every backend)."""
+    import tensorflow as tf
+
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    stream = number_stream(1000, tmp_path / "states")
+    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+        fed = stream.feed()
+    assert isinstance(fed, tf.data.Dataset)
+    building = iter(fed)
+    assert [int(next(building)[0][0]) for _ in range(3)] == [0, 1, 2]
+    training = iter(fed)
+    assert [int(next(training)[0][0]) for _ in range(4)] == [0, 1, 2, 3]

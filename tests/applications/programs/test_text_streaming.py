@@ -280,23 +280,44 @@ def test_bad_corpora_are_refused_in_one_line_before_training(tmp_path, capsys):
     assert not output_dir.exists() or list(output_dir.iterdir()) == []
 
 
+SPECIAL = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
+
+
 @pytest.mark.parametrize(
     "content, reason",
     [
-        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\nword\n", "lacks the special tokens ['[MASK]']"),
         (
-            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nword\nword\n",
-            "line 7: 'word' comes twice",
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\nword\n",
+            "lacks the special tokens ['[MASK]'] (a BERT vocab.txt has "
+            "['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'])",
         ),
-        ("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ntwo words\n", "line 6"),
+        (SPECIAL + "word\nword\n", "line 7: 'word' comes twice"),
+        (
+            SPECIAL + "two words\n",
+            "line 6: expected one word piece a line, received 'two words'",
+        ),
+        (
+            "[PAD]\n\n" + SPECIAL[6:],
+            "line 2: expected one word piece a line, received ''",
+        ),
+        (
+            SPECIAL + "word\t\n",
+            "line 6: expected one word piece a line, received 'word\\t'",
+        ),
+        (
+            SPECIAL.encode() + b"caf\xe9\n",
+            f"is not UTF-8 text: invalid byte at offset {len(SPECIAL) + 3}",
+        ),
+        (None, "cannot be read: No such file or directory"),
     ],
+    ids=["no-mask", "twice", "space", "blank-line", "tab", "latin-1", "missing"],
 )
 def test_a_bad_vocabulary_file_is_refused(tmp_path, capsys, content, reason):
-    (tmp_path / "vocab.txt").write_text(content)
-    code, error = refusal(
-        capsys, tmp_path / "out", "--vocabulary", tmp_path / "vocab.txt"
-    )
-    assert code == 2 and reason in error, error
+    path = tmp_path / "vocab.txt"
+    if content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    code, error = refusal(capsys, tmp_path / "out", "--vocabulary", path)
+    assert code == 2 and f"error: --vocabulary: {path} {reason}" in error, error
     assert not (tmp_path / "out").exists()  # a refused start removes it
 
 

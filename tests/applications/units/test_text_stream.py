@@ -8,6 +8,7 @@ partial held-out window. tf.data only: the same on every backend."""
 import gzip
 import types
 
+import keras
 import numpy as np
 import pytest
 
@@ -230,3 +231,291 @@ def test_held_out_windows_keep_the_last_partial_window():
     args.eval_batches = 1
     capped = heldout_windows(sources, DigitTokenizer(), 4, args)
     np.testing.assert_array_equal(capped["validation"], windows["validation"][:2])
+
+
+def number_stream(period, snapshots, finish=None, shards=(0,)):
+    """A TensorFlow-free StepStream whose batch k (from 0) is, per input
+    shard s, ([k, s], [-k])."""
+    from _text_input.stream import StepStream
+
+    class NumberStream(StepStream):
+        def next_batch(self):
+            parts = [(np.array([self.step, s]), np.array([-self.step])) for s in shards]
+            return self.join(parts)
+
+    return NumberStream(period, snapshots, finish, shards)
+
+
+def test_taken_batches_are_timed_counted_and_saved_where_periods_end(
+    tmp_path, monkeypatch
+):
+    """A fake clock that moves 0.25 s a reading: each batch adds the
+    0.25 s between its two readings. Two input shards, each finished."""
+    import itertools
+    import json
+    import time
+
+    readings = itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: 100 + next(readings) * 0.25)
+
+    def finish(step, shard, batch):
+        return batch[0] * 10 + step, batch[1] + shard
+
+    stream = number_stream(2, tmp_path / "states", finish, shards=(3, 5))
+    batches = stream.batches()
+    got = [next(batches) for _ in range(3)]
+    for k, (x, y) in enumerate(got):
+        np.testing.assert_array_equal(x, [11 * k, 30 + k, 11 * k, 50 + k])
+        np.testing.assert_array_equal(y, [-k + 3, -k + 5])
+    assert stream.step == 3 and stream.input_seconds == 0.75
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["step-2"]
+    position = tmp_path / "states" / "step-2" / "position.json"
+    assert json.loads(position.read_text()) == {"step": 2}
+
+
+def test_a_failed_save_leaves_nothing_and_a_save_replaces_a_state(tmp_path):
+    stream = number_stream(1000, tmp_path / "states")
+    stream.step = 4
+    folder = tmp_path / "states" / "step-4"
+    folder.mkdir(parents=True)
+    (folder / "stale").write_text("an older state")
+    stream.save(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["position.json"]
+
+    def full_disk(staging):
+        (staging / "half").write_text("written before the disk filled")
+        raise OSError("no space left")
+
+    stream.write_state = full_disk
+    with pytest.raises(OSError, match="no space left"):
+        stream.save(tmp_path / "states" / "step-8")
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["step-4"]
+
+
+def test_discarded_states_take_the_shared_folder_once_it_is_empty(tmp_path):
+    first = number_stream(1, tmp_path / "stream" / "process-0")
+    second = number_stream(1, tmp_path / "stream" / "process-1")
+    first.take()
+    second.take()
+    first.discard_states()
+    assert [p.name for p in (tmp_path / "stream").iterdir()] == ["process-1"]
+    second.discard_states()
+    assert not (tmp_path / "stream").exists()
+    # A folder of another name is not the processes' shared one.
+    other = number_stream(1, tmp_path / "states" / "process-0")
+    other.take()
+    other.discard_states()
+    assert list((tmp_path / "states").iterdir()) == []
+
+
+def test_a_train_input_that_runs_out_is_refused_naming_the_shards(tmp_path):
+    import tensorflow as tf
+    from _text_input.stream import BatchStream
+
+    parts = tf.data.Dataset.from_tensor_slices(np.arange(2)).batch(1)
+    stream = BatchStream(tf.data.Dataset.zip((parts,)), 10, tmp_path, shards=(1, 3))
+    stream.take()
+    stream.take()
+    with pytest.raises(ValueError) as raised:
+        stream.take()
+    assert str(raised.value) == (
+        "the train input ran out: an input shard has no documents (shards "
+        "[1, 3]); use fewer --input-shards or more documents"
+    )
+
+
+def test_the_rewound_stream_replays_at_most_32_batches(tmp_path):
+    """The first iteration keeps the batch taken to learn the signature and
+    up to 32 more; a second iteration after more than 32 is refused."""
+    from _text_input.stream import RewindOnce
+
+    for ahead, refused in ((31, False), (32, True)):
+        rewind = RewindOnce(number_stream(1000, tmp_path / "states"))
+        first = rewind.iteration()
+        for _ in range(1 + ahead):
+            next(first)
+        second = rewind.iteration()
+        if not refused:
+            assert int(next(second)[0][0]) == 0
+            continue
+        with pytest.raises(RuntimeError) as raised:
+            next(second)
+        assert str(raised.value) == (
+            "the train stream was iterated 2 times and 33 batches ahead; it "
+            "replays at most 32 batches once"
+        )
+
+
+def test_the_rewound_stream_is_a_dataset_of_its_batches_any_batch_size(tmp_path):
+    """Its signature: each array's shape with the batch dimension left
+    open, and its dtype; tf.data yields the stream's batches with it."""
+    import tensorflow as tf
+    from _text_input.stream import RewindOnce
+    from _text_input.stream import StepStream
+
+    class Rows(StepStream):
+        def next_batch(self):
+            rows = np.full((2, 3), self.step, "int32")
+            return rows, np.full((2,), self.step / 2, "float32")
+
+    rewind = RewindOnce(Rows(1000, tmp_path / "states"))
+    assert rewind.signature == (
+        tf.TensorSpec((None, 3), tf.int32),
+        tf.TensorSpec((None,), tf.float32),
+    )
+    dataset = tf.data.Dataset.from_generator(
+        rewind.iteration, output_signature=rewind.signature
+    )
+    for step, (rows, halves) in enumerate(dataset.take(3).as_numpy_iterator()):
+        np.testing.assert_array_equal(rows, np.full((2, 3), step))
+        np.testing.assert_array_equal(halves, [step / 2, step / 2])
+
+
+def test_bytes_that_are_not_utf8_become_unknown_word_pieces():
+    """Windows of 7: [CLS], then alpha [UNK] beta [SEP] beta [SEP]: the byte
+    0xFF is U+FFFD, a word piece the vocabulary lacks."""
+    import tensorflow as tf
+    from _text_input.windows import token_windows
+
+    from keras_gmlp.models import gMLPTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta"]
+    tokenizer = gMLPTokenizer(vocabulary=words, lowercase=True)
+    documents = tf.data.Dataset.from_tensor_slices([b"alpha \xff beta", b"beta"])
+    windows = list(token_windows(documents, tokenizer, 7).as_numpy_iterator())
+    pieces = ["[CLS]", "alpha", "[UNK]", "beta", "[SEP]", "beta", "[SEP]"]
+    assert [w.tolist() for w in windows] == [[words.index(p) for p in pieces]]
+
+
+def test_take_arrays_stacks_the_first_elements_or_gives_none():
+    import tensorflow as tf
+    from _text_input.windows import take_arrays
+
+    numbers = tf.data.Dataset.range(5).map(lambda i: {"a": i, "b": (2 * i, 3 * i)})
+    taken = take_arrays(numbers, 3)
+    np.testing.assert_array_equal(taken["a"], [0, 1, 2])
+    np.testing.assert_array_equal(taken["b"][0], [0, 2, 4])
+    np.testing.assert_array_equal(taken["b"][1], [0, 3, 6])
+    assert take_arrays(numbers.take(0), 3) is None
+
+
+def test_a_replayed_state_counts_the_batches_already_taken(tmp_path):
+    """A stream that took two batches, restored to step 3's state (kept by
+    replay): one batch skipped, then step 4's."""
+    interrupted = counting_stream(3, tmp_path / "stream")
+    for _ in range(3):
+        interrupted.take()
+    resumed = counting_stream(3, tmp_path / "other")
+    resumed.take(), resumed.take()
+    resumed.restore(tmp_path / "stream" / "step-3")
+    x, _ = resumed.take()
+    np.testing.assert_array_equal(x, [6, 7])
+
+
+def identity_pairs(numbers):
+    return numbers.map(lambda x: (x, x))
+
+
+def test_a_checkpointed_state_is_not_replayed(tmp_path):
+    import json
+
+    import tensorflow as tf
+    from _text_input.stream import BatchStream
+    from _text_input.stream import train_batches
+
+    def numbers_stream(folder):
+        numbers = tf.data.Dataset.range(100)
+        batches = train_batches(numbers, identity_pairs, 2, 0, (1, 1))
+        return BatchStream(tf.data.Dataset.zip((batches,)), 2, folder)
+
+    stream = numbers_stream(tmp_path / "stream")
+    stream.take(), stream.take()
+    state = tmp_path / "stream" / "step-2"
+    position = json.loads((state / "position.json").read_text())
+    assert position == {"step": 2, "replay": False}
+    assert sorted(p.name for p in state.iterdir())[0].startswith("iterator")
+    resumed = numbers_stream(tmp_path / "other")
+    resumed.restore(state)
+    x, _ = resumed.take()
+    np.testing.assert_array_equal(x, [4, 5])
+
+
+def test_each_pass_over_the_documents_is_shuffled_anew():
+    """Eight documents, a document buffer of eight, an example buffer of
+    one, batches of eight: each batch is one pass, a permutation of the
+    documents, none in their order, no two alike (seed 0)."""
+    import tensorflow as tf
+    from _text_input.stream import train_batches
+
+    documents = tf.data.Dataset.range(8)
+    batches = train_batches(documents, lambda d: d.map(lambda x: (x, x)), 8, 0, (8, 1))
+    passes = [tuple(x) for x, _ in batches.take(3).as_numpy_iterator()]
+    assert all(sorted(p) == list(range(8)) for p in passes)
+    assert tuple(range(8)) not in passes and len(set(passes)) == 3
+
+
+def test_the_training_options_keep_the_order_and_ignore_external_state():
+    import tensorflow as tf
+    from _text_input.stream import training_options
+
+    options = training_options(tf.data.Dataset.range(3)).options()
+    assert options.deterministic is True
+    ignore = tf.data.experimental.ExternalStatePolicy.IGNORE
+    assert options.experimental_external_state_policy == ignore
+
+
+def test_the_shuffled_examples_follow_the_seed_in_batches_of_a_fixed_size():
+    """Documents in order (a buffer of one), examples shuffled in a buffer
+    of 16: the same seed gives the same batches, another seed others; the
+    batch size is part of the batches' static shape."""
+    import tensorflow as tf
+    from _text_input.stream import train_batches
+
+    def first_batches(seed):
+        documents = tf.data.Dataset.range(64)
+        batches = train_batches(documents, identity_pairs, 8, seed, (1, 16))
+        assert batches.element_spec[0].shape == (8,)
+        return [x.tolist() for x, _ in batches.take(3).as_numpy_iterator()]
+
+    assert first_batches(5) == first_batches(5)
+    assert first_batches(5) != first_batches(6)
+    assert first_batches(5)[0] != list(range(8))
+
+
+def test_discarding_states_never_saved_is_quiet(tmp_path):
+    stream = number_stream(1000, tmp_path / "stream" / "process-0")
+    stream.take()
+    stream.discard_states()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fed_batches_are_timed_from_the_clock(tmp_path, monkeypatch):
+    import itertools
+    import time
+
+    readings = itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: 100 + next(readings) * 0.25)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    stream = number_stream(1000, tmp_path / "states")
+    fed = stream.feed()
+    firsts = [int(next(fed)[0][0]) for _ in range(2)]
+    fed.close()
+    assert firsts == [0, 1] and stream.input_seconds == 0.5
+
+
+def test_under_a_strategy_tensorflow_is_fed_a_dataset_that_rewinds_once(
+    tmp_path, monkeypatch
+):
+    """The TensorFlow trainer's input under a tf.distribute strategy (the
+    backend's name patched: the same tf.data on every backend)."""
+    import tensorflow as tf
+
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    stream = number_stream(1000, tmp_path / "states")
+    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+        fed = stream.feed()
+    assert isinstance(fed, tf.data.Dataset)
+    building = iter(fed)
+    assert [int(next(building)[0][0]) for _ in range(3)] == [0, 1, 2]
+    training = iter(fed)
+    assert [int(next(training)[0][0]) for _ in range(4)] == [0, 1, 2, 3]

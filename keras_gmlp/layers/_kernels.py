@@ -90,7 +90,6 @@ def uses_fast_form(name):
         # masked LM 210,473 against 204,909 tokens/s. TensorFlow's and
         # PyTorch's GPUs keep Keras' formulas, not measured there.
         return True
-    on_cpu = _choice != "accelerator" and (_xla_on_cpu() or _torch_on_cpu())
     if name == "gelu":
         # TensorFlow for export on every device (see `gelu`).
         return backend == "tensorflow"
@@ -100,7 +99,7 @@ def uses_fast_form(name):
         # See `keras_gmlp.layers._ops.dense_on_last_axis`.
         return backend != "torch"
     # The spatial projection.
-    return on_cpu
+    return _choice != "accelerator" and (_xla_on_cpu() or _torch_on_cpu())
 
 
 # Measured on TensorFlow CPUs: the gMLP-S training step (batch 8, interleaved

@@ -12,25 +12,13 @@ import types
 import numpy as np
 import pytest
 
+from tests.applications.units._file_sources import train_files_refusal
+
 pytestmark = pytest.mark.backend_independent
 
 # Three bytes each, so a read chunk of any size but a multiple of 3 ends
 # inside one.
 EURO = "€".encode()
-
-
-def checked(path):
-    """What --train-files makes of `path`: None, or the refusal's text."""
-    from _text_input import sources
-
-    args = types.SimpleNamespace(
-        train_files=str(path), validation_files=None, test_files=None
-    )
-    try:
-        sources.file_sources(args, 0.1)
-    except ValueError as error:
-        return str(error)
-    return None
 
 
 def first_bad_byte(data):
@@ -59,7 +47,7 @@ def test_utf8_is_checked_across_read_chunks_with_the_offset_named(tmp_path, suff
     for name, data in cases.items():
         path = tmp_path / f"{name}{suffix}"
         path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
-        message = checked(path)
+        message = train_files_refusal(path)
         if name == "whole":
             assert message is None
         else:

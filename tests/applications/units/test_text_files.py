@@ -16,6 +16,8 @@ import types
 import numpy as np
 import pytest
 
+from tests.applications.units._file_sources import train_files_refusal
+
 pytestmark = pytest.mark.backend_independent
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -23,20 +25,6 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def documents(source):
     return [d.decode() for d in source.dataset().as_numpy_iterator()]
-
-
-def train_files(path):
-    """What --train-files makes of `path`: None, or the refusal's text."""
-    from _text_input import sources
-
-    args = types.SimpleNamespace(
-        train_files=str(path), validation_files=None, test_files=None
-    )
-    try:
-        sources.file_sources(args, 0.1)
-    except ValueError as error:
-        return str(error)
-    return None
 
 
 def test_a_double_star_glob_reaches_every_folder_depth(tmp_path):
@@ -67,9 +55,9 @@ def test_only_the_first_limit_bytes_are_checked(tmp_path):
         return tmp_path / name
 
     limit = text_files.CHECKED_BYTES
-    assert train_files(with_bad_byte("past.txt", limit + 10, limit)) is None
+    assert train_files_refusal(with_bad_byte("past.txt", limit + 10, limit)) is None
     last = with_bad_byte("last.txt", limit + 10, limit - 1)
-    assert train_files(last) == (
+    assert train_files_refusal(last) == (
         f"--train-files: {last} is not UTF-8 text: invalid byte at offset {limit - 1}"
     )
     # A limit that is no multiple of the read chunk (65,536 bytes).
@@ -92,7 +80,7 @@ def test_the_first_nul_byte_is_named_at_its_offset(tmp_path, suffix):
     path = tmp_path / f"nul{suffix}"
     packed = gzip.compress(bytes(data)) if suffix.endswith(".gz") else bytes(data)
     path.write_bytes(packed)
-    assert train_files(path) == (
+    assert train_files_refusal(path) == (
         f"--train-files: {path} is not UTF-8 text: a NUL byte at offset 140000"
     )
 
@@ -105,7 +93,9 @@ def test_a_file_that_cannot_be_read_is_named_with_the_reason(tmp_path):
             handle.read()
     except OSError as error:
         reason = str(error)
-    assert train_files(path) == f"--train-files: {path} cannot be read: {reason}"
+    assert (
+        train_files_refusal(path) == f"--train-files: {path} cannot be read: {reason}"
+    )
 
 
 def round_robin(files, cycle):

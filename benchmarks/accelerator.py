@@ -189,15 +189,28 @@ def selected_rows(args):
     return rows
 
 
-def worker_environment(args, worker):
+def worker_environment(args, worker, dump_hlo=False):
     """The worker's backend, and the caches kept in `--workdir`. JAX takes
     the card's memory as it needs it, beside the other workers; the memory
     workers run alone and JAX takes 95% of it at once, as it does by
-    default."""
+    default. With `dump_hlo` (profile rows selected) Keras-JAX dumps its
+    training steps' HLO, and keeps a compilation cache of its own: a step
+    found in the shared cache would be compiled, and dumped, nowhere."""
     backend, exclusive = WORKERS[worker]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    jax_cache = "jax"
+    if dump_hlo and worker == "keras-jax":
+        from _accelerator import kernel_sources
+
+        dump = os.path.abspath(os.path.join(args.workdir, "xla-dump"))
+        env["XLA_FLAGS"] = (
+            f"{env.get('XLA_FLAGS', '')} {kernel_sources.dump_flags(dump)}"
+        )
+        jax_cache = "jax-hlo-dumped"
     env.update(
-        JAX_COMPILATION_CACHE_DIR=os.path.abspath(os.path.join(args.workdir, "jax")),
+        JAX_COMPILATION_CACHE_DIR=os.path.abspath(
+            os.path.join(args.workdir, jax_cache)
+        ),
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1",
         TORCHINDUCTOR_CACHE_DIR=os.path.abspath(os.path.join(args.workdir, "inductor")),
     )
@@ -225,13 +238,14 @@ def check(args):
     expected = schedule.ExpectedSeconds.load(
         args.expected or schedule.EXPECTED_PATH, "quick" if args.quick else "full"
     )
+    dump_hlo = any(row.section == "profile" for row in rows)
     results_path = os.path.join(args.out, "results.jsonl")
     open(results_path, "w").close()
     script = os.path.abspath(__file__)
     pool = pool_module.Pool(
         lambda worker: pool_module.worker_command(script, args, worker),
         args.out,
-        lambda worker: worker_environment(args, worker),
+        lambda worker: worker_environment(args, worker, dump_hlo),
         log_dir,
     )
     collected = []

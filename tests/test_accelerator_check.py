@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAM = os.path.join(ROOT, "benchmarks", "accelerator.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
+from _accelerator import kernel_sources  # noqa: E402
 from _accelerator import memory  # noqa: E402
 from _accelerator import plan  # noqa: E402
 from _accelerator import pool  # noqa: E402
@@ -58,6 +59,11 @@ def test_quick_run_passes_its_checks_on_jax_and_torch(tmp_path):
         ]
         # 8 sequences where the largest that ran is 2: 4 steps of 2.
         assert [(r["value"], r["micro_batch"]) for r in paper] == [(4, 2)], rows
+    # Each profile names what its costliest fusions compute, from XLA's dump.
+    profiles = [r for r in rows if r["section"] == "profile"]
+    assert profiles and all(
+        any("ops" in entry.get("computes", {}) for entry in r["top"]) for r in profiles
+    ), profiles
     assert (out / "accelerator.txt").read_text().startswith("section")
     assert not list(out.glob("*.partial"))
     # What the device tool brings back: at most 8 files.
@@ -355,3 +361,61 @@ def test_dry_run_prints_the_schedule_without_keras():
         and "time budget: expected" in result.stdout
     )
     assert "ends at about" in result.stdout.splitlines()[-1]
+
+
+# Two kernels of a GPU module as XLA prints it: a loop fusion with a tuple
+# shape, inside a command buffer, and a Triton GEMM.
+DUMPED_MODULE = """HloModule jit_train_step
+
+fused_computation.12 {
+  param_0 = bf16[8,196,768]{2,1,0} parameter(0)
+  multiply.3 = bf16[8,196,768]{2,1,0} multiply(param_0, param_0), metadata={op_name="jit(train_step)/transpose(jvp(sgu))/mul"}
+  convert.4 = f32[8,196,768]{2,1,0} convert(multiply.3), metadata={op_name="jit(train_step)/transpose(jvp(sgu))/convert_element_type"}
+  ROOT reduce.5 = f32[196]{0} reduce(convert.4, c), dimensions={0,2}, to_apply=region_0.1, metadata={op_name="jit(train_step)/transpose(jvp(sgu))/mul"}
+}
+
+gemm_fusion_dot.2_computation {
+  p = bf16[196,196]{1,0} parameter(0)
+  ROOT dot.1 = bf16[196,196]{1,0} dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY main.9 {
+  p0 = bf16[8,196,768]{2,1,0} parameter(0)
+  fusion.12 = (f32[196]{0}, bf16[8,196,768]{2,1,0}) fusion(p0), kind=kInput, calls=fused_computation.12, metadata={op_name="jit(train_step)/transpose(jvp(sgu))/reduce_sum"}
+  ROOT gemm_fusion_dot.2 = bf16[196,196]{1,0} fusion(p0), kind=kCustom, calls=gemm_fusion_dot.2_computation
+}
+"""
+
+
+def test_profiled_kernels_are_named_by_what_they_compute(tmp_path):
+    profiled = (
+        tmp_path / "module_0002.jit_train_step.sm_9.0_gpu_after_optimizations.txt"
+    )
+    profiled.write_text(DUMPED_MODULE)
+    # Another model's step, compiled later: it defines one of the names only.
+    other = tmp_path / "module_0004.jit_train_step.sm_9.0_gpu_after_optimizations.txt"
+    other.write_text(DUMPED_MODULE.replace("fusion.12", "fusion.99"))
+    os.utime(other, (time.time() + 5, time.time() + 5))
+    top = [
+        {"kernel": "command_buffer_3 (fusion_12)", "ms": 2.0},
+        {"kernel": "gemm_fusion_dot.2 (gemm_fusion_dot_2)", "ms": 1.0},
+        {"kernel": "command_buffer_3 (nvjet_sm90_tst_128x128)", "ms": 0.5},
+    ]
+    described = kernel_sources.describe(top, str(tmp_path))
+    assert described[0]["computes"] == {
+        "opcode": "fusion",
+        "shape": "(f32[196]{0}, bf16[8,196,768]{2,1,0})",
+        "kind": "kInput",
+        "ops": {"multiply": 1, "convert": 1, "reduce": 1},
+        "origins": [
+            "jit(train_step)/transpose(jvp(sgu))/mul",
+            "jit(train_step)/transpose(jvp(sgu))/convert_element_type",
+        ],
+        "op": "jit(train_step)/transpose(jvp(sgu))/reduce_sum",
+    }
+    assert described[1]["computes"]["ops"] == {"dot": 1}
+    assert described[1]["computes"]["kind"] == "kCustom"
+    # cuBLAS's kernels have no HLO of their own; nothing dumped, nothing said.
+    assert "computes" not in described[2]
+    assert kernel_sources.describe(top, None) == top
+    assert kernel_sources.describe(top, str(tmp_path / "none")) == top

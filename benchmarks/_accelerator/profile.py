@@ -15,6 +15,7 @@ import re
 import tempfile
 
 from _accelerator import keras_speed
+from _accelerator import kernel_sources
 from _accelerator.keras_precision import synchronize
 
 # Kinds of kernel, first match wins: the products (cuBLAS, cuDNN, Triton
@@ -45,7 +46,10 @@ def jax_step_profile(context, name, task, steps=3):
             os.path.join(directory, "**", "*.xplane.pb"), recursive=True
         )
         data = jax.profiler.ProfileData.from_file(path)
-    return summary(kernel_times(data), steps)
+    result = summary(kernel_times(data), steps)
+    directory = kernel_sources.dump_directory()
+    result["top"] = kernel_sources.describe(result["top"], directory)
+    return result
 
 
 def training_step(context, name, task):

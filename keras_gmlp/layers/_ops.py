@@ -7,9 +7,10 @@ from keras_gmlp import _compat
 from keras_gmlp.layers._kernels import uses_fast_form
 
 
-def call_sublayer(layer, inputs):
-    """`layer(inputs)`, for a `Dense` or `LayerNormalization` called from
-    the `call` of the block that holds it.
+def call_sublayer(layer, inputs, **kwargs):
+    """`layer(inputs, **kwargs)`, for a `Dense`, `LayerNormalization`,
+    `Dropout` or `StochasticDepth` called from the `call` of the block that
+    holds it.
 
     On PyTorch, where Keras' `Layer.__call__` runs as Python on every call
     (about 75 us on a 2-core CPU, more than a thin layer's arithmetic; in
@@ -31,8 +32,8 @@ def call_sublayer(layer, inputs):
         and _reads_variables_as_call_would(layer)
         and keras.backend.standardize_dtype(inputs.dtype) == layer.compute_dtype
     ):
-        return layer.call(inputs)
-    return layer(inputs)
+        return layer.call(inputs, **kwargs)
+    return layer(inputs, **kwargs)
 
 
 def _reads_variables_as_call_would(layer):
@@ -74,9 +75,11 @@ def drop_branch(dropout_layer, drop_path, x, training):
     model runs at inference; their calls are skipped then. Each skipped call
     saves Keras' per-layer overhead, about 0.2 ms in eager PyTorch, which
     is a few percent of a thin model's step (gMLP-Ti has 60 such calls).
+    In training they go through `call_sublayer`, as the block's other
+    sublayers do.
     """
     if training and dropout_layer.rate > 0:
-        x = dropout_layer(x, training=training)
+        x = call_sublayer(dropout_layer, x, training=training)
     if training and drop_path.rate > 0:
-        x = drop_path(x, training=training)
+        x = call_sublayer(drop_path, x, training=training)
     return x

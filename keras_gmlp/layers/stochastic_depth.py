@@ -16,7 +16,11 @@ class StochasticDepth(keras.layers.Layer):
 
     Args:
         rate: float in `[0, 1)`, the probability of dropping the branch.
-        seed: optional int, seed of the layer's random generator.
+        seed: optional int, seed of the layer's random generator. On
+            PyTorch, as for `keras.layers.Dropout`, leave it out for speed:
+            an unseeded layer draws with PyTorch's own generator (seeded by
+            `keras.utils.set_random_seed`) on the device, where a seeded one
+            reads its seed back to the host at every call.
         **kwargs: standard layer arguments such as `name` and `dtype`.
 
     Examples:
@@ -39,14 +43,16 @@ class StochasticDepth(keras.layers.Layer):
     def call(self, inputs, training=None):
         if not training or self.rate == 0.0:
             return inputs
-        keep_prob = 1.0 - self.rate
         batch_size = ops.shape(inputs)[0]
         noise_shape = (batch_size,) + (1,) * (len(inputs.shape) - 1)
-        keep = keras.random.uniform(
-            noise_shape, seed=self.seed_generator, dtype="float32"
+        # Keras' own dropout of a sample's scale: where the layer has no seed,
+        # PyTorch draws it with its own dropout. A seeded draw there makes a
+        # `torch.Generator` from the seed read back to the host: a GPU sync
+        # per call, and a step that the compiled PyTorch path cannot record.
+        scale = keras.random.dropout(
+            ops.ones(noise_shape, "float32"), self.rate, seed=self.seed_generator
         )
-        keep = ops.cast(keep < keep_prob, inputs.dtype)
-        return inputs * keep / ops.cast(keep_prob, inputs.dtype)
+        return inputs * ops.cast(scale, inputs.dtype)
 
     def compute_output_shape(self, input_shape):
         return input_shape

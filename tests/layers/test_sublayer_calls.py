@@ -100,3 +100,38 @@ def test_mixer_block_values_equal_keras_calls(keras_calls, monkeypatch):
     keras_calls.clear()
     np.testing.assert_array_equal(to_numpy(block(x)), expected)
     assert (not keras_calls) == TORCH
+
+
+def test_training_calls_dropout_and_drop_path_directly_on_torch(monkeypatch):
+    """In training, the block's `Dropout` and `StochasticDepth` skip
+    `__call__` on PyTorch as its other sublayers do, with the same draws:
+    two blocks made after the same global seed drop the same units."""
+    from keras_gmlp.layers import StochasticDepth
+
+    called = []
+    for cls in (keras.layers.Dropout, StochasticDepth):
+        original = cls.__call__
+
+        def counted(self, *args, _original=original, **kwargs):
+            called.append(type(self).__name__)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__call__", counted)
+    x = np.random.default_rng(0).standard_normal((64, 6, 8)).astype("float32")
+    outputs = []
+    for through_keras_call in (True, False):
+        keras.utils.set_random_seed(3)
+        block = gMLPBlock(8, 16, 6, dropout=0.5, drop_path_rate=0.5)
+        block.build((None, 6, 8))
+        with monkeypatch.context() as patch:
+            if through_keras_call:
+                patch.setattr(
+                    _ops, "_reads_variables_as_call_would", lambda layer: False
+                )
+            outputs.append(to_numpy(block(x, training=True)))
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    # Some samples' branches dropped, some kept: the draws ran.
+    assert 0 < np.mean(np.all(outputs[0] == x, axis=(1, 2))) < 1
+    direct_calls = called[2:]
+    assert called[:2] == ["Dropout", "StochasticDepth"]
+    assert direct_calls == ([] if TORCH else ["Dropout", "StochasticDepth"])

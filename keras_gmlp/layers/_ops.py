@@ -8,9 +8,9 @@ from keras_gmlp.layers._kernels import uses_fast_form
 
 
 def call_sublayer(layer, inputs, **kwargs):
-    """`layer(inputs, **kwargs)`, for a `Dense`, `LayerNormalization`,
-    `Dropout` or `StochasticDepth` called from the `call` of the block that
-    holds it.
+    """`layer(inputs, **kwargs)`, for a sublayer (`Dense`,
+    `LayerNormalization`, `Dropout`, `StochasticDepth`, the spatial gating
+    unit, tiny attention) called from the `call` of the block that holds it.
 
     On PyTorch, where Keras' `Layer.__call__` runs as Python on every call
     (about 75 us on a 2-core CPU, more than a thin layer's arithmetic; in

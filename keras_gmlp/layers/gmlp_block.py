@@ -243,7 +243,8 @@ class gMLPBlock(keras.layers.Layer):
         x = call_sublayer(self.norm, inputs)
         attention_output = None
         if self.tiny_attention is not None:
-            attention_output = self.tiny_attention(
+            attention_output = call_sublayer(
+                self.tiny_attention,
                 x,
                 padding_mask=padding_mask,
                 cache=attention_cache,
@@ -253,7 +254,8 @@ class gMLPBlock(keras.layers.Layer):
                 attention_output, attention_cache = attention_output
         z = dense_on_last_axis(self.expand_dense, x)
         z = gelu(z)
-        z = self.spatial_gating_unit(
+        z = call_sublayer(
+            self.spatial_gating_unit,
             z,
             padding_mask=padding_mask,
             attention_output=attention_output,

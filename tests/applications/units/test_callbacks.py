@@ -168,6 +168,32 @@ def test_a_trained_run_loads_its_weights_without_training(tmp_path, monkeypatch)
         np.testing.assert_array_equal(got, want)
 
 
+class StopAtTheEnd(Recorder):
+    """Ctrl-C once the last epoch's backup is written, before the weights
+    are kept."""
+
+    def on_train_end(self, logs=None):
+        raise KeyboardInterrupt
+
+
+def test_a_run_interrupted_after_its_last_epoch_trains_no_more(tmp_path):
+    """Every epoch backed up: the rerun restores the last one, trains
+    nothing, keeps the best and writes the final model of its weights."""
+    model = tiny_model(None)
+    with pytest.raises(KeyboardInterrupt):
+        fit(model, tmp_path, StopAtTheEnd(), epochs=2)
+    last = weights(model)
+    recorder = Recorder()
+    fresh = tiny_model(None)
+    history = fit(fresh, tmp_path, recorder, epochs=2)
+    assert recorder.began == 0
+    assert sorted(history.rows) == [0, 1]
+    final = keras.saving.load_model(tmp_path / "final.keras")
+    for got, want in zip(weights(final), last):
+        np.testing.assert_array_equal(got, want)
+    assert not (tmp_path / "backup").exists()
+
+
 def linear_model():
     """y = w * x, w = 0: SGD(0.1) towards y = x gives w = 1 - 0.8 ** (k + 1)
     after epoch k (as test_checkpoint_split's)."""
@@ -198,17 +224,19 @@ def linear_fit(model, folder, recorder, **overrides):
 
 
 def test_a_run_whose_patience_ran_out_before_its_weights_were_kept(tmp_path, capsys):
-    """The validation loss (w - 0.5)^2 is lowest after epoch 3 (w = 0.488):
-    patience 2 stops after epoch 5. Interrupted then, before the weights
-    were kept, the rerun trains nothing: it keeps epoch 3's weights and
-    epoch 5's as the final ones."""
-
-    class StopAtTheEnd(Recorder):
-        def on_train_end(self, logs=None):
-            raise KeyboardInterrupt
-
+    """The validation loss (w - 0.5)^2 falls to epoch 3 (w = 0.488) and
+    rises after it: patience 2 stops after epoch 5. Interrupted after epoch
+    3 (the highest loss is epoch 1's: in mode "max" patience would have run
+    out), the rerun trains epochs 4 and 5; interrupted then, before the
+    weights were kept, the next trains nothing: it keeps epoch 3's weights
+    and epoch 5's as the final ones."""
     with pytest.raises(KeyboardInterrupt):
-        linear_fit(linear_model(), tmp_path, StopAtTheEnd())
+        linear_fit(linear_model(), tmp_path, Recorder(interrupt_after=2))
+    INTERRUPTED.clear()
+    stopped = StopAtTheEnd()
+    with pytest.raises(KeyboardInterrupt):
+        linear_fit(linear_model(), tmp_path, stopped)
+    assert stopped.epochs == [3, 4]
     assert "Early stop: val_loss has not improved for 2 epochs.\n" in (
         capsys.readouterr().out
     )
@@ -304,8 +332,9 @@ def test_epoch_history_file_and_rows(tmp_path):
     history.on_epoch_end(0, {"loss": 0.5, "val_loss": 0.25})
     history.on_epoch_end(1, {"loss": np.float32(0.125)})
     history.on_epoch_end(2, {"loss": 0.1, "val_loss": 1 / 3})
-    assert path.read_text() == (
-        f"epoch,loss,val_loss\n1,0.5,0.25\n2,0.125,\n3,0.1,{1 / 3!r}\n"
+    # Bytes: Unix line ends, not the csv module's default "\r\n".
+    assert path.read_bytes() == (
+        f"epoch,loss,val_loss\n1,0.5,0.25\n2,0.125,\n3,0.1,{1 / 3!r}\n".encode()
     )
     again = callbacks.EpochHistory(path)
     again.read()
@@ -316,7 +345,7 @@ def test_epoch_history_file_and_rows(tmp_path):
     }
     assert again.metric("val_loss") == [0.25, 1 / 3]
     again.on_epoch_end(1, {"loss": 2.0})
-    assert path.read_text() == "epoch,loss,val_loss\n1,0.5,0.25\n2,2.0,\n"
+    assert path.read_bytes() == b"epoch,loss,val_loss\n1,0.5,0.25\n2,2.0,\n"
     missing = callbacks.EpochHistory(tmp_path / "none.csv")
     missing.read()
     assert missing.rows == {}
@@ -472,6 +501,35 @@ def test_a_damaged_latest_json_is_refused(tmp_path, content, reason):
     assert str(exit.value) == f"{tmp_path}/latest.json is damaged ({reason}); {RESTART}"
 
 
+def test_a_latest_json_unreadable_without_a_reason(tmp_path, monkeypatch):
+    def unreadable(self, encoding=None):
+        raise OSError("no strerror")
+
+    backup = callbacks.TrainingBackup(tmp_path)
+    backup.latest_path.write_text('{"epoch": 2}')
+    monkeypatch.setattr(pathlib.Path, "read_text", unreadable)
+    with pytest.raises(SystemExit) as exit:
+        backup.completed_epochs()
+    reason = "unreadable"
+    assert str(exit.value) == f"{tmp_path}/latest.json is damaged ({reason}); {RESTART}"
+
+
+def test_latest_json_is_read_as_utf8_under_an_ascii_locale(tmp_path):
+    import locale
+
+    backup = callbacks.TrainingBackup(tmp_path)
+    backup.latest_path.write_bytes('{"epoch": "é"}'.encode())
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        with pytest.raises(SystemExit) as exit:
+            backup.completed_epochs()
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    reason = "no epoch: epoch 'é'"
+    assert str(exit.value) == f"{tmp_path}/latest.json is damaged ({reason}); {RESTART}"
+
+
 def test_the_first_epoch_and_none(tmp_path):
     backup = callbacks.TrainingBackup(tmp_path)
     assert backup.completed_epochs() == 0
@@ -575,8 +633,13 @@ def test_a_preset_replaces_the_previous_one_and_a_leftover(tmp_path, monkeypatch
     class Full(OSError):
         pass
 
+    rename = pathlib.Path.rename
+
     def full(self, target):
-        raise Full
+        # The new preset's staging folder cannot move in; nothing to put back.
+        if self.name.startswith(".new_preset-") and self.name != ".new_preset-old":
+            raise Full
+        return rename(self, target)
 
     monkeypatch.setattr(pathlib.Path, "rename", full)
     with pytest.raises(Full):

@@ -145,7 +145,11 @@ MODULES = {
     ),
     "shared_callbacks": (
         ["src/_shared/callbacks.py"],
-        [f"{UNITS}/test_checkpoint_split.py", f"{UNITS}/test_atomic_writes.py"],
+        [
+            f"{UNITS}/test_callbacks.py",
+            f"{UNITS}/test_checkpoint_split.py",
+            f"{UNITS}/test_atomic_writes.py",
+        ],
     ),
     "shared_input": (
         [

@@ -234,8 +234,9 @@ class TrainingBackup(keras.callbacks.Callback):
     leaves a damaged backup.
 
     Epoch k's weights (with the optimizer's) and random state (the layers'
-    seed generators, and on PyTorch the global generator that Keras'
-    unseeded dropout draws from) go to `epoch-k.weights.h5` and
+    seed generators, and on PyTorch the global generators, the CPU's and
+    each CUDA device's, that Keras' unseeded dropout and the library's drop
+    path draw from) go to `epoch-k.weights.h5` and
     `epoch-k.seeds.npz`, each written under a temporary name and renamed.
     Then `latest.json`, renamed into place the same way, names epoch k, and
     the files of earlier epochs are removed. A reader follows `latest.json`
@@ -291,7 +292,8 @@ class TrainingBackup(keras.callbacks.Callback):
         try:
             self.stream.restore(folder)
         except Exception as error:  # TensorFlow's and json's errors vary
-            raise damaged(folder, str(error).splitlines()[0] or "unreadable") from None
+            reason = (str(error).splitlines() or [""])[0] or "unreadable"
+            raise damaged(folder, reason) from None
 
     def drop_stream_states(self, epoch):
         """Drops this process's stream states before the end of `epoch - 1`
@@ -323,22 +325,24 @@ class TrainingBackup(keras.callbacks.Callback):
             raise damaged(seeds_path, str(error) or type(error).__name__) from None
         for variable, value in zip(states, values):
             variable.assign(value)
-        self.torch_rng_state = arrays.get("torch_rng_state")
+        self.torch_rng_states = {
+            name: arrays[name] for name in TORCH_RNG_STATES if name in arrays
+        }
 
     def on_train_begin(self, logs=None):
-        self.torch_rng_state = None
+        self.torch_rng_states = None
         self.restore()
 
     def on_train_batch_begin(self, batch, logs=None):
-        # Set at the first batch, not when training begins: a DataLoader
-        # (a stream's on PyTorch) draws its seed from the global generator
-        # when fit starts iterating, which an uninterrupted run did once,
-        # at its start, not at this epoch.
-        if self.torch_rng_state is not None:
-            import torch
-
-            torch.set_rng_state(torch.from_numpy(self.torch_rng_state))
-            self.torch_rng_state = None
+        # PyTorch's global generator is set back to the last epoch's end at
+        # each epoch's first batch, in a resumed run and an uninterrupted
+        # one alike: a DataLoader draws its seed from it when its iteration
+        # starts, after `on_epoch_begin`, once a fit for a stream and at
+        # every epoch for arrays, so only the state at the first batch is
+        # the same in both runs.
+        if self.torch_rng_states:
+            set_torch_rng_states(self.torch_rng_states)
+        self.torch_rng_states = None
 
     def on_epoch_end(self, epoch, logs=None):
         started = time.perf_counter()
@@ -356,15 +360,43 @@ class TrainingBackup(keras.callbacks.Callback):
             for index, variable in enumerate(self.seed_states())
         }
         if keras.backend.backend() == "torch":
-            import torch
-
-            arrays["torch_rng_state"] = torch.get_rng_state().numpy()
+            self.torch_rng_states = torch_rng_states()
+            arrays.update(self.torch_rng_states)
         with atomic_path(seeds_path) as temporary:
             np.savez(temporary, **arrays)
         write_text(self.latest_path, json.dumps({"epoch": epoch + 1}) + "\n")
         for path in self.backup_dir.glob("epoch-*"):
             if is_writer() and path not in (weights_path, seeds_path):
                 path.unlink(missing_ok=True)
+
+
+# PyTorch's global generators, which Keras' unseeded dropout (and the
+# library's drop path) draw from: the CPU's, and each CUDA device's.
+TORCH_RNG_STATES = ("torch_rng_state", "torch_cuda_rng_states")
+
+
+def torch_rng_states():
+    """The states of PyTorch's global generators, as numpy arrays."""
+    import torch
+
+    states = {"torch_rng_state": torch.get_rng_state().numpy()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        cuda_states = torch.cuda.get_rng_state_all()
+        states["torch_cuda_rng_states"] = np.stack([s.numpy() for s in cuda_states])
+    return states
+
+
+def set_torch_rng_states(states):
+    """Sets what `torch_rng_states` returned (CUDA's on the devices that
+    both runs have)."""
+    import torch
+
+    torch.set_rng_state(torch.from_numpy(states["torch_rng_state"]))
+    cuda_states = states.get("torch_cuda_rng_states")
+    if cuda_states is not None and torch.cuda.is_available():
+        count = min(len(cuda_states), torch.cuda.device_count())
+        for device, state in enumerate(cuda_states[:count]):
+            torch.cuda.set_rng_state(torch.from_numpy(state), device)
 
 
 def best_epoch(rows, monitor, mode):

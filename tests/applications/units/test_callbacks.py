@@ -90,16 +90,16 @@ def test_an_interrupted_fit_resumes_where_an_uninterrupted_one_would_be(
 ):
     """Ctrl-C in epoch 3 leaves the backup of epoch 2 (its files only, and
     latest.json naming it); the rerun trains epochs 3 and 4 only, and ends
-    with the history, best and final models of an uninterrupted run. (A
-    seeded dropout only: see the stream's test for PyTorch's global
-    generator.)"""
+    with the history, best and final models of an uninterrupted run, its
+    unseeded dropout included (on PyTorch: the global generator, which
+    Keras' DataLoader of the arrays draws from at each epoch's start)."""
     keras.utils.set_random_seed(5)
-    whole = tiny_model("seeded")
+    whole = tiny_model()
     fit(whole, tmp_path / "whole")
     expected_rows = (tmp_path / "whole" / "history.csv").read_text()
 
     keras.utils.set_random_seed(5)
-    model = tiny_model("seeded")
+    model = tiny_model()
     with pytest.raises(KeyboardInterrupt):
         fit(model, tmp_path / "run", Recorder(interrupt_after=1))
     INTERRUPTED.clear()
@@ -112,7 +112,7 @@ def test_an_interrupted_fit_resumes_where_an_uninterrupted_one_would_be(
     ]
     assert (backup / "latest.json").read_text() == '{"epoch": 2}\n'
     with np.load(backup / "epoch-2.seeds.npz") as seeds:
-        names = {"state_0"}
+        names = {"state_0", "state_1"}
         if keras.backend.backend() == "torch":
             names.add("torch_rng_state")
         assert set(seeds.files) == names
@@ -120,7 +120,7 @@ def test_an_interrupted_fit_resumes_where_an_uninterrupted_one_would_be(
 
     # Another process: other random states, a fresh model and optimizer.
     keras.utils.set_random_seed(99)
-    resumed = tiny_model("seeded")
+    resumed = tiny_model()
     recorder = Recorder()
     capsys.readouterr()
     history = fit(resumed, tmp_path / "run", recorder)
@@ -741,3 +741,35 @@ def test_stream_states_dropped_and_restored(tmp_path):
     assert (
         str(exit.value) == f"{stream.snapshot(10)} is damaged (unreadable); {RESTART}"
     )
+
+
+def test_torch_generator_states_round_trip_cuda_included(monkeypatch):
+    """The CPU generator's state and each CUDA device's (faked here: CI has
+    no GPU) are saved, and set back on the devices both runs have."""
+    torch = pytest.importorskip("torch")
+    devices = [
+        torch.arange(4, dtype=torch.uint8),
+        torch.arange(4, 8, dtype=torch.uint8),
+    ]
+    set_states = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: devices)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(
+        torch.cuda,
+        "set_rng_state",
+        lambda state, device: set_states.update({device: state}),
+    )
+    torch.manual_seed(3)
+    states = callbacks.torch_rng_states()
+    assert sorted(states) == ["torch_cuda_rng_states", "torch_rng_state"]
+    np.testing.assert_array_equal(
+        states["torch_cuda_rng_states"], [[0, 1, 2, 3], [4, 5, 6, 7]]
+    )
+    first = torch.rand(3)
+    callbacks.set_torch_rng_states(states)
+    np.testing.assert_array_equal(torch.rand(3), first)
+    # One device now: the first device's state only.
+    assert list(set_states) == [0]
+    np.testing.assert_array_equal(set_states[0], [0, 1, 2, 3])

@@ -119,6 +119,7 @@ MODULES = {
             f"{UNITS}/test_flag_frictions.py",
             f"{UNITS}/test_flag_precedence.py",
             f"{UNITS}/test_dataset_refusals.py",
+            f"{UNITS}/test_flag_helpers.py",
         ],
     ),
     "shared_run": (

@@ -106,6 +106,15 @@ def test_a_flag_error_is_a_short_usage_and_the_reason(capsys):
     )
 
 
+def test_a_parser_takes_argparses_arguments_as_argparse_does():
+    parser = flag_parser.FlagParser("demo", "demo [flags]", "Trains a demo.")
+    assert (parser.prog, parser.usage, parser.description) == (
+        "demo",
+        "demo [flags]",
+        "Trains a demo.",
+    )
+
+
 def test_a_parser_may_allow_abbreviations_when_asked():
     assert small_parser(allow_abbrev=True).parse_args(["--epoch", "3"]).epochs == 3
 

@@ -411,6 +411,16 @@ def test_the_printed_command_runs_this_python(
     assert command == f"{expected.format(root=tmp_path)} applications/x.py --note 'a b'"
 
 
+@pytest.mark.parametrize("unknown", ["", None])
+def test_the_printed_command_names_python3_where_python_has_no_path(
+    unknown, monkeypatch
+):
+    """sys.executable is empty or None where Python cannot tell its path:
+    `python3` from PATH, not a `./python3` in the working directory."""
+    monkeypatch.setattr(sys, "executable", unknown)
+    assert commands.python_command("applications/x.py") == "python3 applications/x.py"
+
+
 @pytest.fixture
 def probes(monkeypatch):
     """The network probes made: connections to the mirror all succeed."""

@@ -10,8 +10,11 @@ import sys
 
 def python_command(*arguments):
     """`.venv/bin/python ARGUMENTS...`: this interpreter, relative to the
-    working directory where it lies below it, absolute otherwise."""
-    python = sys.executable or "python3"
+    working directory where it lies below it, absolute otherwise; `python3`
+    (found on PATH) where Python cannot tell its own path."""
+    python = sys.executable
+    if not python:
+        return shlex.join(["python3", *arguments])
     relative = os.path.relpath(python)
     if not relative.startswith(os.pardir):
         python = relative if os.sep in relative else f".{os.sep}{relative}"

@@ -488,18 +488,26 @@ def window_args(**flags):
     return types.SimpleNamespace(**{"eval_batches": 1, "batch_size": 2, **flags})
 
 
-def test_held_out_windows_are_capped_at_eval_batches():
-    """Held-out documents of one word each: windows of 3 ids ([CLS] and a
-    word and [SEP]) after padding; --eval-batches 2 of 2 take 4 of 6."""
+def test_held_out_windows_are_capped_at_eval_batches_and_padded():
+    """Held-out windows of 3 ids ([CLS] and two): validation documents of
+    one word each (a [SEP] b [SEP] ...: 6 windows), --eval-batches 2 of 2
+    take 4; the test document "a b c d" gives a b, c d, and [SEP] padded
+    with [PAD] (0), its text kept whole."""
     from _text_input import corpus
 
-    parts = memory({"validation": list("abcdef"), "test": list("abc")})
+    parts = memory({"validation": list("abcdef"), "test": ["a b c d"]})
     windows = corpus.heldout_windows(
         parts, tokenizer_of(), 3, window_args(eval_batches=2, batch_size=2)
     )
+    cls, sep, a, b, c, d = (WORDS.index(w) for w in ["[CLS]", "[SEP]", *"abcd"])
     assert set(windows) == {"validation", "test"}
-    assert windows["validation"].shape == (4, 3)
-    assert windows["test"].shape == (3, 3)
+    np.testing.assert_array_equal(
+        windows["validation"],
+        [[cls, a, sep], [cls, b, sep], [cls, c, sep], [cls, d, sep]],
+    )
+    np.testing.assert_array_equal(
+        windows["test"], [[cls, a, b], [cls, c, d], [cls, sep, 0]]
+    )
     windows = corpus.heldout_windows(
         parts, tokenizer_of(), 3, window_args(eval_batches=1, batch_size=5)
     )
@@ -746,6 +754,10 @@ def test_dataset_sources_pick_their_text_feature(fake_tfds):
     assert dataset_refusal(dataset="neither") == (
         "--dataset neither has the text features ['title', 'body']; pick one "
         "with --text-feature (received None)"
+    )
+    assert dataset_refusal(dataset="other", text_feature="title") == (
+        "--dataset other has the text features ['body']; pick one with "
+        "--text-feature (received 'title')"
     )
     assert dataset_refusal(dataset="two", text_feature="body") == (
         "--dataset two has the text features ['n', 'text']; pick one with "

@@ -307,7 +307,12 @@ def test_file_sources_carve_only_the_parts_not_given(tmp_path):
         "validation": ["v0", "v1"],
         "test": ["s0"],
     }
-    assert given["validation"].description == f"1 files {valid}"
+    # Nothing carved: each part is its files, described so.
+    assert {p: src.description for p, src in given.items()} == {
+        "train": f"1 files {train}",
+        "validation": f"1 files {valid}",
+        "test": f"1 files {test}",
+    }
 
     # Validation given: only the test part is carved, 1 in 10.
     parts = sources.file_sources(file_args(train, validation=valid), 0.1)

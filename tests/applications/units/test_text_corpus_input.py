@@ -465,6 +465,8 @@ def test_split_documents_keeps_the_first_names_with_a_limit():
         "test": 2,
     }
     assert all(parts[p][n] == documents[n] for p in parts for n in parts[p])
+    # At random, but the same every time (a resumed run's split).
+    assert sources.split_documents(documents, 0.1, limit=20) == parts
 
 
 @pytest.mark.parametrize(
@@ -599,9 +601,12 @@ def test_the_language_model_corpus_with_and_without_steps(tmp_path, capsys):
         "validation": (1, 4),
         "test": (1, 4),
     }
-    *_, per_epoch = corpus.language_model_corpus(
-        lm_args(tmp_path, steps=5), run, parts, 4
+    # Resumed without --vocabulary: the kept vocabulary.txt is read.
+    resumed = types.SimpleNamespace(resuming=True)
+    tokenizer, *_, per_epoch = corpus.language_model_corpus(
+        lm_args(tmp_path, steps=5, vocabulary=None), resumed, parts, 4
     )
+    assert tokenizer.get_vocabulary() == WORDS
     assert per_epoch is None
     # --steps: a train part without a window refused after the counts.
     short = memory({"train": ["a"], "validation": ["a b"], "test": ["c"]})

@@ -717,9 +717,13 @@ def fake_tfds(monkeypatch):
     """`datasets`' builder and features replaced: {name: builder or error}."""
     from _text_input import datasets
 
-    builders = {}
+    class Builders(dict):
+        data_dirs = []
+
+    builders = Builders()
 
     def tfds_builder(name, data_dir):
+        builders.data_dirs.append(data_dir)
         found = builders[name]
         if isinstance(found, Exception):
             raise found
@@ -761,6 +765,7 @@ def test_dataset_sources_pick_their_text_feature(fake_tfds):
             "validation": ["t1"],
         }
     assert texts(dataset_sources(dataset="one", text_feature="text")["test"]) == ["t0"]
+    assert set(fake_tfds.data_dirs) == {"/data"}  # --data-dir's
     assert dataset_refusal(dataset="neither") == (
         "--dataset neither has the text features ['title', 'body']; pick one "
         "with --text-feature (received None)"

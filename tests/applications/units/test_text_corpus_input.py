@@ -557,6 +557,22 @@ def test_train_counts_and_batches_per_epoch_by_hand():
         assert corpus.train_steps_per_epoch(source, tokenizer, 4, batch_size) == steps
 
 
+def test_train_counts_add_up_over_more_than_one_read_batch():
+    """1,100 words "a" in one document: windows of 2 ids ([CLS] and one),
+    1,101 of them (the last one [SEP]): more than a batch of 1,024."""
+    from _text_input import corpus
+
+    source = memory({"train": [" ".join("a" * 1100)]})["train"]
+    counts = corpus.train_token_counts(source, tokenizer_of(), 2, 1, 10**6)
+    expected = np.zeros(len(WORDS), "int64")
+    expected[[WORDS.index("[CLS]"), WORDS.index("a"), WORDS.index("[SEP]")]] = [
+        1101,
+        1100,
+        1,
+    ]
+    np.testing.assert_array_equal(counts, expected)
+
+
 def test_a_train_part_without_a_window_is_refused(capsys):
     from _text_input import corpus
 
@@ -601,6 +617,15 @@ def test_the_language_model_corpus_with_and_without_steps(tmp_path, capsys):
         "validation": (1, 4),
         "test": (1, 4),
     }
+    # Without --vocabulary, a fresh run trains one on the train documents
+    # (their letters, "j" not among them) and keeps it.
+    tokenizer, *_ = corpus.language_model_corpus(
+        lm_args(tmp_path, vocabulary=None, vocabulary_size=40), run, parts, 4
+    )
+    trained = tokenizer.get_vocabulary()
+    assert set(WORDS[:14]) <= set(trained) and "j" not in trained
+    assert (tmp_path / "vocabulary.txt").read_text() == "\n".join(trained) + "\n"
+    (tmp_path / "vocabulary.txt").write_text("\n".join(WORDS) + "\n")
     # Resumed without --vocabulary: the kept vocabulary.txt is read.
     resumed = types.SimpleNamespace(resuming=True)
     tokenizer, *_, per_epoch = corpus.language_model_corpus(

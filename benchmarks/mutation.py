@@ -100,6 +100,7 @@ MODULES = {
             f"{UNITS}/test_text_stream.py",
             f"{UNITS}/test_flag_edges.py",
             f"{PROGRAMS}/test_token_shards.py",
+            f"{UNITS}/test_text_corpus_input.py",
         ],
     ),
     "shared_flags": (

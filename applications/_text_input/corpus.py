@@ -14,6 +14,7 @@ from _shared.files import write_text
 
 from . import sources as text_sources
 from . import windows as text_windows
+from .errors import error_line
 from .errors import refuse
 from .flags import FAST_DOCUMENTS
 from .sources import PARTS
@@ -156,7 +157,7 @@ def tfds_text_sources(parser, args):
     except Exception as error:  # tfds' errors for unprepared data vary
         parser.error(
             f"--dataset {args.dataset} could not be read from --data-dir "
-            f"{args.data_dir}: {str(error).splitlines()[0] if str(error) else error!r}"
+            f"{args.data_dir}: {error_line(error)}"
         )
     return sources
 

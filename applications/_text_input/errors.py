@@ -11,3 +11,13 @@ def refuse(message):
     discard_created_output_dir()
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def error_line(error):
+    """The line of `error` that says what went wrong: its first, or for an
+    error raised inside tf.data's functions (whose first line is only "in
+    user code:") its last; the error's repr where it has no text."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return repr(error)
+    return lines[-1] if lines[0] == "in user code:" else lines[0]

@@ -165,6 +165,18 @@ MODULES = {
             f"{UNITS}/test_flag_precedence.py",
         ],
     ),
+    # The decoder's thread choice, with the tests aimed at it: the
+    # generation tests that also reach it build and decode models (a minute
+    # a mutant).
+    "decoding_threads": (
+        ["src/keras_gmlp/models/gmlp/decoding/torch_threads.py"],
+        [
+            "tests/models/gmlp/test_torch_thread_choice.py",
+            "tests/models/gmlp/test_torch_decoding_edges.py",
+            "tests/models/gmlp/test_torch_decoding.py::test_thread_choice_follows"
+            "_the_faster_count_as_the_load_changes",
+        ],
+    ),
 }
 # Lines left unmutated in the scratch copy (mutmut's "# pragma: no
 # mutate"): their mutants would harm the machine, not only fail a test.

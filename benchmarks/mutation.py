@@ -163,6 +163,7 @@ MODULES = {
             f"{UNITS}/test_tensorflow_input.py",
             f"{UNITS}/test_schedules.py",
             f"{UNITS}/test_flag_precedence.py",
+            f"{UNITS}/test_input_helpers.py",
         ],
     ),
 }

@@ -58,6 +58,17 @@ def refusal(argv, batch_size=None, input_shards=False):
     return str(raised.value)
 
 
+@pytest.fixture(autouse=True)
+def no_process_joins(monkeypatch):
+    """No test joins other processes for real: a changed condition (the
+    mutation run's) reaching JAX's runtime would wait for peers."""
+
+    def initialize(*args, **kwargs):
+        raise AssertionError(f"keras.distribution.initialize{args}")
+
+    monkeypatch.setattr(keras.distribution, "initialize", initialize)
+
+
 @pytest.fixture
 def no_distribution_environment(monkeypatch):
     for name in distribute.ENVIRONMENT.values():

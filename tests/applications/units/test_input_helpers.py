@@ -13,6 +13,7 @@ Cost per backend: about a second (one small model quantized).
 import argparse
 import contextlib
 import hashlib
+import sys
 import types
 import warnings
 
@@ -668,6 +669,10 @@ def test_batches_follow_seed_and_epoch_only():
         assert data.epoch == epoch
         return [data[i][0] for i in range(len(data))]
 
+    # Before any epoch callback (Keras may take a batch to build the
+    # model): epoch 0's order.
+    fresh = batches.EpochSeededBatches(np.arange(20), batch_size=4, seed=7)
+    np.testing.assert_array_equal(fresh[0][0], epoch_rows(7, 0)[0])
     first = np.concatenate(epoch_rows(7, 2))
     # Every row once, not in order; again the same for the same (seed, epoch).
     np.testing.assert_array_equal(np.sort(first), np.arange(20))
@@ -780,3 +785,10 @@ def test_tensorflow_started_already_keeps_its_gpus(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "TensorFlow keeps its GPUs: Visible devices cannot be modified\n"
     )
+
+
+def test_without_tensorflow_nothing_is_hidden(monkeypatch):
+    # None in sys.modules makes `import tensorflow` raise ImportError.
+    monkeypatch.setitem(sys.modules, "tensorflow", None)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    assert tensorflow_input.keep_tensorflow_off_gpus() is False

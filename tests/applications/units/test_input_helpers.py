@@ -41,7 +41,11 @@ class RaisingParser(argparse.ArgumentParser):
 
 def distribute_parser(input_shards=False):
     parser = RaisingParser()
-    distribute.add_distribute_flags(parser.add_argument_group("g"), input_shards)
+    group = parser.add_argument_group("g")
+    if input_shards:
+        distribute.add_distribute_flags(group, input_shards)
+    else:  # the image program's call: no --input-shards by default
+        distribute.add_distribute_flags(group)
     return parser
 
 
@@ -276,6 +280,8 @@ def test_accepted_multi_process_flags(no_distribution_environment):
         input_shards=True,
     )
     assert args.input_shards == 8
+    args = checked(["--distribute", "model", "--model-shards", "2"], batch_size=3)
+    assert args.model_shards == 2
     # Without input shards the processes divide the batch.
     assert checked([*MULTI, "--coordinator", "h:1", "--process-id", "2"], 4)
 
@@ -365,7 +371,10 @@ def test_jax_data_parallel_in_one_process(monkeypatch, on_jax):
 def test_jax_processes_join_then_replicate(monkeypatch, on_jax, auto_shard, process_id):
     calls, names = fake_keras_distribution(monkeypatch)
     args = start_args(processes=2, process_id=process_id)
-    placement = distribute.start(RaisingParser(), args, auto_shard=auto_shard)
+    if auto_shard:
+        placement = distribute.start(RaisingParser(), args, auto_shard=True)
+    else:  # each process feeds its own batches by default
+        placement = distribute.start(RaisingParser(), args)
     parallel = (
         "DataParallel",
         (),
@@ -687,6 +696,14 @@ def test_batches_follow_seed_and_epoch_only():
 
 
 @pytest.mark.backend_independent
+def test_batches_of_32_in_seed_0s_order_by_default():
+    data = batches.EpochSeededBatches(np.arange(70))
+    assert [len(data[i][0]) for i in range(len(data))] == [32, 32, 6]
+    seeded = batches.EpochSeededBatches(np.arange(70), batch_size=32, seed=0)
+    np.testing.assert_array_equal(data[0][0], seeded[0][0])
+
+
+@pytest.mark.backend_independent
 def test_in_order_batches_of_arrays():
     x, y = np.arange(10).reshape(5, 2), np.arange(5)
     data = batches.in_order(x, y, batch_size=2)
@@ -712,6 +729,29 @@ def test_quantize_in_place_keeps_the_named_layers_float():
     assert no_quantize_warnings(caught)
     modes = {layer.name: layer.quantization_mode for layer in model.layers[1:]}
     assert modes == {"hidden": "int8", "norm": None, "predictions": None}
+
+
+def warn_twice(*args, **kwargs):
+    warnings.warn("a layer left float", UserWarning, stacklevel=2)
+    warnings.warn("something else", DeprecationWarning, stacklevel=2)
+
+
+def test_only_the_layers_left_float_go_unwarned(monkeypatch):
+    """Keras' UserWarnings of the layers it leaves in float are silenced;
+    any other warning still shows."""
+    model = small_model()
+    monkeypatch.setattr(model, "quantize", warn_twice)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        serving.quantize_in_place(model, "int8")
+    shown = [str(w.message) for w in caught]
+    assert "something else" in shown and "a layer left float" not in shown
+    monkeypatch.setattr(type(model), "quantize", warn_twice)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        serving.quantized_copy(model, "int8")
+    shown = [str(w.message) for w in caught]
+    assert "something else" in shown and "a layer left float" not in shown
 
 
 @pytest.mark.parametrize("preprocessor", [None, "a preprocessor"])

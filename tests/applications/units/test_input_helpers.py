@@ -13,7 +13,6 @@ Cost per backend: about a second (one small model quantized).
 import argparse
 import contextlib
 import hashlib
-import sys
 import types
 import warnings
 
@@ -825,10 +824,3 @@ def test_tensorflow_started_already_keeps_its_gpus(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "TensorFlow keeps its GPUs: Visible devices cannot be modified\n"
     )
-
-
-def test_without_tensorflow_nothing_is_hidden(monkeypatch):
-    # None in sys.modules makes `import tensorflow` raise ImportError.
-    monkeypatch.setitem(sys.modules, "tensorflow", None)
-    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    assert tensorflow_input.keep_tensorflow_off_gpus() is False

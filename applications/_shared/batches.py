@@ -1,10 +1,8 @@
-"""Batches whose order (and masks) depend only on the seed and the epoch, so
-a resumed run sees what an uninterrupted one does."""
+"""Batches whose order depends only on the seed and the epoch, so a resumed
+run sees what an uninterrupted one does."""
 
 import keras
 import numpy as np
-
-from keras_gmlp.utils.text_corpus import mask_tokens
 
 
 class EpochSeededBatches(keras.utils.PyDataset):
@@ -76,18 +74,3 @@ def in_order(x, y, batch_size):
     (see also _image_classifier.data.parallel_calls). A PyDataset takes
     neither path, on every backend."""
     return EpochSeededBatches(x, y, batch_size=batch_size, shuffle=False)
-
-
-def masked_batches(token_ids, batch_size, seed, num_slots, mask_id, vocabulary_size):
-    """A PyDataset of masked batches whose order and masks depend only on
-    (seed, epoch, batch): each epoch masks the text afresh (dynamic
-    masking, as RoBERTa), and a resumed run sees the same masks as an
-    uninterrupted one."""
-
-    class MaskedBatches(EpochSeededBatches):
-        def __getitem__(self, index):
-            (rows,) = super().__getitem__(index)
-            rng = np.random.default_rng([self.seed, self.epoch, index, 1])
-            return mask_tokens(rows, rng, num_slots, mask_id, vocabulary_size)
-
-    return MaskedBatches(token_ids, batch_size=batch_size, seed=seed)

@@ -614,6 +614,24 @@ def test_local_copy_of_a_multi_process_run(
     assert capsys.readouterr().out == ""
 
 
+def test_local_copy_refuses_a_copy_of_other_shapes(monkeypatch):
+    jax = pytest.importorskip("jax")
+    model = small_model()
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(keras.distribution, "distribution", lambda: None)
+    narrower = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    monkeypatch.setattr(type(model), "from_config", lambda config: narrower)
+    expected = (
+        f"The copy of {type(model).__name__} for predictions has variables of "
+        "shapes [(4, 1), (1,)], the model [(4, 3), (3,), (3,), (3,), (3, 2), (2,)]."
+    )
+    with pytest.raises(RuntimeError) as error:
+        distribute.local_copy(model)
+    assert str(error.value) == expected
+    assert type(model).__name__ == "Functional"
+
+
 def test_weights_digest_of_c_ordered_bytes(capsys):
     jax = pytest.importorskip("jax")
     arrays = [np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.int8([1, 2])]

@@ -750,3 +750,29 @@ def test_no_tensorboard_writer_without_tensorboardx_or_in_other_processes(
     files.set_writer(False)
     assert progress.tensorboard_writer(tmp_path) is None
     assert capsys.readouterr().err == ""
+
+
+def test_run_files_are_utf8_under_an_ascii_locale(tmp_path):
+    """A run's files are read and written as UTF-8 whatever the locale: a
+    flag value and a metric name not in ASCII."""
+    from tests.applications.units.test_text_files import ascii_locale
+
+    history = tmp_path / "history.csv"
+    history.write_bytes("epoch,perte\u0301\n1,0.5\n".encode())
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with ascii_locale():
+        assert run_state.read_history_rows(history) == {0: {"perte\u0301": 0.5}}
+        files.write_text(tmp_path / "note.txt", "caf\u00e9\n")
+        run_state.RunState(folder, {"data": "/caf\u00e9"}).begin()
+        assert run_state.read_state(folder / "run_state.json")["model_flags"] == {
+            "data": "/caf\u00e9"
+        }
+        # Written by another JSON writer, not in ASCII.
+        (folder / "run_state.json").write_bytes(
+            '{"stage": "trained", "model_flags": {"data": "/caf\u00e9"}}'.encode()
+        )
+        assert run_state.read_state(folder / "run_state.json")["model_flags"] == {
+            "data": "/caf\u00e9"
+        }
+    assert (tmp_path / "note.txt").read_bytes() == "caf\u00e9\n".encode()

@@ -206,3 +206,17 @@ def test_every_line_is_flushed_as_it_is_printed():
     callback.on_epoch_end(0, {"loss": 1.0})
     assert len(flushed) == 11  # the first step, 9 lines, the checkpoint
     assert flushed == [{"flush": True}] * 11
+
+
+def test_the_input_share_is_at_most_all_of_the_time():
+    """Input waits counted by other threads can add up to more than the
+    time between two lines: the share stops at 100%."""
+    callback, clock, stream, lines, scalars = progress(every_steps=1)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1001.0, 0.0)
+    step(callback, clock, stream, 1, 1003.0, 3.0)
+    assert lines[1] == (
+        "Step 2/20: loss 2.5000, 32 tokens/s, 100.0% of the time taking input, "
+        "0:00:36 left."
+    )
+    assert scalars.values[("train/input_share", 2)] == 1.0

@@ -165,6 +165,10 @@ def test_restart_discards_the_resume_files_when_it_begins(tmp_path):
     assert run.restart is False
     assert sorted(p.name for p in folder.iterdir()) == ["a.png", "run_state.json"]
     assert run.path.read_text() == state_text("trained", {"a": 1})
+    # A folder without an earlier run: nothing to discard, no error.
+    (tmp_path / "empty").mkdir()
+    run_state.RunState(tmp_path / "empty", {}, restart=True).begin()
+    assert [p.name for p in (tmp_path / "empty").iterdir()] == ["run_state.json"]
 
 
 def test_discard_run_removes_a_linked_backup_not_what_it_links_to(tmp_path):

@@ -220,3 +220,43 @@ def test_the_input_share_is_at_most_all_of_the_time():
         "0:00:36 left."
     )
     assert scalars.values[("train/input_share", 2)] == 1.0
+
+
+def test_a_late_call_for_the_last_step_changes_nothing():
+    callback, clock, stream, lines, scalars = progress(every_steps=100, every_seconds=5)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1001.0, 0.0)
+    step(callback, clock, stream, 1, 1002.0, 0.0)
+    # Step 2 again, 8 s later: no line, and step 3 counts from 1002.
+    step(callback, clock, stream, 1, 1010.0, 0.0)
+    assert len(lines) == 1
+    assert callback.last_batch == (2, 1002.0, 0.0)
+
+
+def test_a_line_exactly_t_seconds_after_the_last():
+    callback, clock, stream, lines, _ = progress(every_steps=100, every_seconds=5)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1000.0, 0.0)
+    step(callback, clock, stream, 1, 1004.5, 0.0)
+    assert len(lines) == 1
+    step(callback, clock, stream, 2, 1005.0, 0.0)
+    assert lines[1].startswith("Step 3/20: loss 2.5000, 26 tokens/s, ")
+
+
+def test_a_first_step_that_ends_its_period_counts_in_it():
+    """With one step a period (a checkpoint every step), the first step is
+    the whole of its period's figures."""
+    callback, clock, stream, lines, scalars = progress(every_steps=100)
+    stream.period = 1
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1002.0, 0.5)
+    callback.on_epoch_end(0, None)
+    # 1 step of 64 tokens in the 2 s since the period began, 0.5 s input.
+    assert lines[-1] == (
+        "Step 1/20, checkpoint: 32 tokens/s, 25.0% of the time taking input."
+    )
+    assert {tag for tag, at in scalars.values if at == 1} == {
+        "period/tokens_per_second",
+        "period/input_share",
+        "period/seconds_to_first_step",
+    }

@@ -780,3 +780,17 @@ def test_run_files_are_utf8_under_an_ascii_locale(tmp_path):
             "data": "/caf\u00e9"
         }
     assert (tmp_path / "note.txt").read_bytes() == "caf\u00e9\n".encode()
+
+
+def test_save_figure_closes_the_figure_it_saved(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    saved, _ = plt.subplots()
+    current, _ = plt.subplots()
+    report.save_figure(saved, tmp_path / "a.png")
+    assert not plt.fignum_exists(saved.number)
+    assert plt.fignum_exists(current.number)
+    plt.close(current)

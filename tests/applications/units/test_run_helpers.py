@@ -5,6 +5,7 @@ and a lost peer, the TensorFlow start-up lines kept, the summary and plots
 by value. Fakes and small files; no model is trained.
 """
 
+import io
 import json
 import os
 import pathlib
@@ -450,6 +451,17 @@ class Exited(Exception):
     pass
 
 
+class FlushedStream(io.StringIO):
+    """A text stream that notes how much was written at each flush."""
+
+    def __init__(self):
+        super().__init__()
+        self.flushed = []
+
+    def flush(self):
+        self.flushed.append(len(self.getvalue()))
+
+
 @pytest.fixture
 def processes(monkeypatch):
     exits = []
@@ -472,9 +484,11 @@ def processes(monkeypatch):
     [(0, 2, "process 1"), (1, 2, "process 0"), (0, 3, "another process")],
 )
 def test_a_lost_peer_is_one_line_and_an_immediate_exit(
-    default_sigint, processes, capsys, index, count, lost
+    default_sigint, processes, monkeypatch, index, count, lost
 ):
     exits = processes((index, count))
+    stderr = FlushedStream()
+    monkeypatch.setattr(sys, "stderr", stderr)
     reason = "  Connection reset BY PEER " + "x" * 400 + "\nsecond line"
 
     def failing():
@@ -484,10 +498,13 @@ def test_a_lost_peer_is_one_line_and_an_immediate_exit(
         interrupt.run(failing)
     assert exits == [1]
     first = reason.strip().splitlines()[0][:300]
-    assert capsys.readouterr().err == (
+    line = (
         f"process {index}: lost {lost} of {count} ({first}). Rerun all {count} "
         "processes with the same flags to resume from the last checkpoint.\n"
     )
+    # Flushed whole: os._exit skips the flushing of Python's shutdown.
+    assert stderr.getvalue() == line
+    assert stderr.flushed == [len(line)]
 
 
 @pytest.mark.parametrize(
@@ -751,17 +768,21 @@ def test_tensorboard_scalars_go_to_the_folder(tmp_path):
 
 
 def test_no_tensorboard_writer_without_tensorboardx_or_in_other_processes(
-    tmp_path, monkeypatch, capsys, writer
+    tmp_path, monkeypatch, writer
 ):
     monkeypatch.setitem(sys.modules, "tensorboardX", None)
+    stderr = FlushedStream()
+    monkeypatch.setattr(sys, "stderr", stderr)
     assert progress.tensorboard_writer(tmp_path) is None
-    assert capsys.readouterr().err == (
+    note = (
         "No TensorBoard scalars: tensorboardX is not installed "
         "(pip install tensorboardX).\n"
     )
+    assert stderr.getvalue() == note
+    assert stderr.flushed == [len(note)]  # in a log file, at once
     files.set_writer(False)
     assert progress.tensorboard_writer(tmp_path) is None
-    assert capsys.readouterr().err == ""
+    assert stderr.getvalue() == note
 
 
 def test_run_files_are_utf8_under_an_ascii_locale(tmp_path):

@@ -823,3 +823,18 @@ def test_save_figure_closes_the_figure_it_saved(tmp_path):
     assert not plt.fignum_exists(saved.number)
     assert plt.fignum_exists(current.number)
     plt.close(current)
+
+
+def test_a_state_read_error_without_a_reason_is_named_by_its_type(
+    tmp_path, monkeypatch
+):
+    path = tmp_path / "run_state.json"
+    path.write_text(state_text("trained", {}))
+
+    def unreadable(self, encoding=None):
+        raise PermissionError()
+
+    monkeypatch.setattr(pathlib.Path, "read_text", unreadable)
+    assert refusal(run_state.read_state, path) == (
+        f"{path} is damaged (PermissionError); rerun with --restart to start over"
+    )

@@ -3,6 +3,8 @@ interrupt, logs, report, progress's TensorBoard writer): what a rerun finds
 in --output-dir and each refusal whole, the files' names and modes, Ctrl-C
 and a lost peer, the TensorFlow start-up lines kept, the summary and plots
 by value. Fakes and small files; no model is trained.
+
+Cost: about 3 s, once (backend independent).
 """
 
 import io

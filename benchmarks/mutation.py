@@ -143,6 +143,7 @@ MODULES = {
             f"{UNITS}/test_flag_frictions.py",
             f"{UNITS}/test_dataset_refusals.py",
             f"{UNITS}/test_checkpoint_split.py",
+            f"{UNITS}/test_run_helpers.py",
         ],
     ),
     "shared_callbacks": (

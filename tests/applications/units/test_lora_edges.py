@@ -116,3 +116,110 @@ def test_lora_factors_survive_an_interruption_between_the_two_writes(tmp_path):
         np.testing.assert_array_equal(
             keras.ops.convert_to_numpy(variable), np.full(variable.shape, values[2])
         )
+
+
+def two_dense():
+    """A LoRA layer beside a layer without LoRA."""
+    layers = [
+        keras.Input((3,)),
+        keras.layers.Dense(2, name="dense"),
+        keras.layers.Dense(2, name="other"),
+    ]
+    model = keras.Sequential(layers, name="model")
+    model.layers[0].enable_lora(1)
+    return model
+
+
+def test_the_variables_kept_are_those_of_the_lora_layers_only():
+    from _shared.lora_backup import lora_layer_variables
+
+    model = two_dense()
+    lora = {id(v) for v in model.layers[0].weights}
+    assert len(lora) == 4  # kernel, bias and the two factors
+    kept = lora_layer_variables(model)
+    assert [id(v) for v in kept] == [id(v) for v in model.weights if id(v) in lora]
+    plain = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    assert lora_layer_variables(plain) == []
+
+
+def restoring(folder, model=None):
+    from _shared.lora_backup import LoraFactorBackup
+
+    backup = LoraFactorBackup(folder)
+    backup.set_model(model or lora_dense())
+    backup.on_train_begin()
+    return backup
+
+
+def test_only_a_resumed_fit_loads_factors_at_its_first_epoch(tmp_path):
+    # A fresh fit reads no file, and a resumed one reads only at its first
+    # epoch (no lora-epoch-3 is asked for).
+    restoring(tmp_path).on_epoch_begin(0)
+    writer = restoring(tmp_path)
+    fill(writer.model, 5.0)
+    writer.on_epoch_end(1)  # lora-epoch-2
+    backup = restoring(tmp_path)
+    fill(backup.model, 0.0)
+    backup.on_epoch_begin(2)
+    fill(backup.model, 1.0)
+    backup.on_epoch_begin(3)
+    for variable in backup.model.weights:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 1.0)
+
+
+def damaged_message(path, reason):
+    return f"{path} is damaged ({reason}); rerun with --restart to start over"
+
+
+def test_damaged_factors_are_refused_with_the_reason(tmp_path, monkeypatch):
+    path = tmp_path / "lora-epoch-2.npz"
+    with pytest.raises(SystemExit) as raised:
+        restoring(tmp_path).on_epoch_begin(2)
+    assert str(raised.value) == damaged_message(
+        path, f"[Errno 2] No such file or directory: '{path}'"
+    )
+    other = tmp_path / "other"
+    renamed = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="x")])
+    renamed.layers[0].enable_lora(1)
+    restoring(other, renamed).on_epoch_end(1)
+    # Factors of another model: a variable's array is missing.
+    (other / "lora-epoch-2.npz").rename(path)
+    with pytest.raises(SystemExit) as raised:
+        restoring(tmp_path).on_epoch_begin(2)
+    assert str(raised.value).startswith(f"{path} is damaged (")
+    assert "is not a file in the archive" in str(raised.value)
+    for data in (b"", b"PK\x03\x04 cut short", b"not an npz file"):
+        path.write_bytes(data)
+        with pytest.raises(SystemExit) as raised:
+            restoring(tmp_path).on_epoch_begin(2)
+        assert str(raised.value).startswith(f"{path} is damaged (")
+    import _shared.lora_backup as lora_backup
+
+    def unreadable(path):
+        raise OSError()  # no errno, no message
+
+    monkeypatch.setattr(lora_backup.np, "load", unreadable)
+    with pytest.raises(SystemExit) as raised:
+        restoring(tmp_path).on_epoch_begin(2)
+    assert str(raised.value) == damaged_message(path, "OSError")
+
+
+def test_a_process_that_does_not_write_keeps_no_factors(tmp_path):
+    from _shared import files
+
+    folder = tmp_path / "backup"
+    backup = restoring(folder)
+    files.set_writer(False)
+    try:
+        backup.on_epoch_end(0)
+        assert not folder.exists()
+        folder.mkdir()
+        (folder / "lora-epoch-1.npz").write_bytes(b"kept")
+        backup.on_epoch_end(3)
+    finally:
+        files.set_writer(True)
+    assert [p.name for p in folder.iterdir()] == ["lora-epoch-1.npz"]
+    # The writer makes the folder and its parents.
+    writer = restoring(tmp_path / "a" / "b")
+    writer.on_epoch_end(0)
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["lora-epoch-1.npz"]

@@ -157,3 +157,106 @@ def test_in_a_terminal_only_the_first_step_and_period_lines_are_printed():
         step(callback, clock, stream, batch, 1001.0 + batch, 0.0)
     assert len(lines) == 1 and "first step" in lines[0]
     assert scalars.values[("train/tokens_per_second", 3)] == 64.0
+
+
+def test_lines_without_a_loss_or_scores_leave_them_out():
+    callback, clock, stream, lines, scalars = progress(every_steps=1)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1001.0, 0.0)
+    clock.now = 1002.0
+    callback.on_train_batch_end(1, None)
+    # 1 step of 64 tokens in 1 s; 18 steps left at 1 s each.
+    assert lines[1] == (
+        "Step 2/20: 64 tokens/s, 0.0% of the time taking input, 0:00:18 left."
+    )
+    assert sorted(tag for tag, at in scalars.values if at == 2) == [
+        "train/input_share",
+        "train/seconds_left",
+        "train/seconds_per_step",
+        "train/tokens_per_second",
+    ]
+    for batch in range(2, 10):
+        clock.now = 1001.0 + batch
+        callback.on_train_batch_end(batch, {})
+    assert lines[-1].startswith("Step 10/20: 64 tokens/s, 0.0% ")
+    callback.on_epoch_end(0, None)
+    assert lines[-1] == (
+        "Step 10/20, checkpoint: 64 tokens/s, 0.0% of the time taking input."
+    )
+    assert scalars.values[("period/seconds_to_first_step", 10)] == 41.0
+    callback.on_epoch_begin(1)
+    for batch in range(10):
+        clock.now = 1011.0 + batch
+        callback.on_train_batch_end(batch, {})
+    callback.on_epoch_end(1, {"accuracy": 0.5})
+    assert lines[-1] == (
+        "Step 20/20, checkpoint: 64 tokens/s, 0.0% of the time taking input."
+    )
+
+
+def test_every_line_is_flushed_as_it_is_printed():
+    """A log file shows each line when it is written, not when a buffer
+    fills."""
+    callback, clock, stream, _, _ = progress(every_steps=1)
+    flushed = []
+    callback.print_fn = lambda line, **kwargs: flushed.append(kwargs)
+    callback.on_epoch_begin(0)
+    for batch in range(10):
+        step(callback, clock, stream, batch, 1001.0 + batch, 0.0)
+    callback.on_epoch_end(0, {"loss": 1.0})
+    assert len(flushed) == 11  # the first step, 9 lines, the checkpoint
+    assert flushed == [{"flush": True}] * 11
+
+
+def test_the_input_share_is_at_most_all_of_the_time():
+    """Input waits counted by other threads can add up to more than the
+    time between two lines: the share stops at 100%."""
+    callback, clock, stream, lines, scalars = progress(every_steps=1)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1001.0, 0.0)
+    step(callback, clock, stream, 1, 1003.0, 3.0)
+    assert lines[1] == (
+        "Step 2/20: loss 2.5000, 32 tokens/s, 100.0% of the time taking input, "
+        "0:00:36 left."
+    )
+    assert scalars.values[("train/input_share", 2)] == 1.0
+
+
+def test_a_late_call_for_the_last_step_changes_nothing():
+    callback, clock, stream, lines, scalars = progress(every_steps=100, every_seconds=5)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1001.0, 0.0)
+    step(callback, clock, stream, 1, 1002.0, 0.0)
+    # Step 2 again, 8 s later: no line, and step 3 counts from 1002.
+    step(callback, clock, stream, 1, 1010.0, 0.0)
+    assert len(lines) == 1
+    assert callback.last_batch == (2, 1002.0, 0.0)
+
+
+def test_a_line_exactly_t_seconds_after_the_last():
+    callback, clock, stream, lines, _ = progress(every_steps=100, every_seconds=5)
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1000.0, 0.0)
+    step(callback, clock, stream, 1, 1004.5, 0.0)
+    assert len(lines) == 1
+    step(callback, clock, stream, 2, 1005.0, 0.0)
+    assert lines[1].startswith("Step 3/20: loss 2.5000, 26 tokens/s, ")
+
+
+def test_a_first_step_that_ends_its_period_counts_in_it():
+    """With one step a period (a checkpoint every step), the first step is
+    the whole of its period's figures."""
+    callback, clock, stream, lines, scalars = progress(every_steps=100)
+    stream.period = 1
+    callback.on_epoch_begin(0)
+    step(callback, clock, stream, 0, 1002.0, 0.5)
+    callback.on_epoch_end(0, None)
+    # 1 step of 64 tokens in the 2 s since the period began, 0.5 s input.
+    assert lines[-1] == (
+        "Step 1/20, checkpoint: 32 tokens/s, 25.0% of the time taking input."
+    )
+    assert {tag for tag, at in scalars.values if at == 1} == {
+        "period/tokens_per_second",
+        "period/input_share",
+        "period/seconds_to_first_step",
+    }

@@ -118,18 +118,29 @@ def read_state(path):
 
 
 def discard_run(output_dir):
-    """Removes what makes `output_dir` resume: state, backup, history and
-    trained weights. The other outputs are overwritten by the new run."""
+    """Removes what makes `output_dir` resume: backup, trained weights,
+    history and state. The other outputs are overwritten by the new run.
+
+    A file that cannot be removed stops the start with one line: a backup
+    left behind would resume the new run from the old one. The state goes
+    last, so a stopped discard still reads as the earlier run."""
     from .files import is_writer
 
     if not is_writer():
         return
-    for name in (STATE_FILE, HISTORY_FILE, TRAINED_WEIGHTS, BACKUP_DIR):
+    for name in (BACKUP_DIR, TRAINED_WEIGHTS, HISTORY_FILE, STATE_FILE):
         path = output_dir / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise SystemExit(
+                f"{RESTART} could not remove {error.filename or path} ({reason}); "
+                "remove it and rerun"
+            ) from None
 
 
 def flag_values(args, names):

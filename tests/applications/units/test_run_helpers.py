@@ -174,6 +174,47 @@ def test_restart_discards_the_resume_files_when_it_begins(tmp_path):
     assert [p.name for p in (tmp_path / "empty").iterdir()] == ["run_state.json"]
 
 
+def test_restart_stops_where_a_resume_file_cannot_be_removed(tmp_path, monkeypatch):
+    folder = earlier_run(tmp_path / "out")
+    stuck = folder / "backup" / "inner" / "epoch-1.weights.h5"
+
+    def rmtree(path):
+        raise PermissionError(13, "Permission denied", str(stuck))
+
+    monkeypatch.setattr(run_state.shutil, "rmtree", rmtree)
+    run = run_state.RunState(folder, {"a": 1}, restart=True)
+    with pytest.raises(SystemExit) as exit:
+        run.begin()
+    assert str(exit.value) == (
+        f"--restart could not remove {stuck} (Permission denied); remove it and rerun"
+    )
+    # The backup went first: nothing else of the earlier run is gone.
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "a.png",
+        "backup",
+        "history.csv",
+        "run_state.json",
+        "trained.weights.h5",
+    ]
+    assert (folder / "run_state.json").read_text() == "run_state.json"
+    # A file that cannot be unlinked, after the backup: named by its path.
+    monkeypatch.undo()
+
+    def unlink(path, missing_ok=False):
+        raise OSError(16, "Device or resource busy", str(path))
+
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink)
+    with pytest.raises(SystemExit) as exit:
+        run_state.discard_run(folder)
+    weights = folder / "trained.weights.h5"
+    assert str(exit.value) == (
+        f"--restart could not remove {weights} (Device or resource busy); "
+        "remove it and rerun"
+    )
+    assert not (folder / "backup").exists()
+    assert (folder / "history.csv").exists() and (folder / "run_state.json").exists()
+
+
 def test_discard_run_removes_a_linked_backup_not_what_it_links_to(tmp_path):
     target = tmp_path / "elsewhere"
     target.mkdir()

@@ -213,6 +213,19 @@ def test_restart_stops_where_a_resume_file_cannot_be_removed(tmp_path, monkeypat
     )
     assert not (folder / "backup").exists()
     assert (folder / "history.csv").exists() and (folder / "run_state.json").exists()
+    # An error without a reason or a file: its type, and the path removed.
+    monkeypatch.undo()
+    (folder / "backup").mkdir()
+
+    def rmtree_without_reason(path):
+        raise OSError
+
+    monkeypatch.setattr(run_state.shutil, "rmtree", rmtree_without_reason)
+    with pytest.raises(SystemExit) as exit:
+        run_state.discard_run(folder)
+    assert str(exit.value) == (
+        f"--restart could not remove {folder / 'backup'} (OSError); remove it and rerun"
+    )
 
 
 def test_discard_run_removes_a_linked_backup_not_what_it_links_to(tmp_path):

@@ -309,21 +309,14 @@ def local_copy(model):
 
     if jax.process_count() == 1:
         return model
-    values = [keras.ops.convert_to_numpy(v) for v in model.variables]
+    values = {v.path: keras.ops.convert_to_numpy(v) for v in model.variables}
     if keras.distribution.distribution() is not None:
-        print_weights_digest(values)
+        print_weights_digest(values.values())
         keras.distribution.set_distribution(None)
     copy = type(model).from_config(model.get_config())
-    # By position, as `set_weights` does: the copy's paths may differ (a
-    # Sequential model's new name), and one skipped would stay random.
-    shapes = [tuple(v.shape) for v in copy.variables]
-    if shapes != [array.shape for array in values]:
-        raise RuntimeError(
-            f"The copy of {type(model).__name__} for predictions has variables "
-            f"of shapes {shapes}, the model {[a.shape for a in values]}."
-        )
-    for variable, array in zip(copy.variables, values):
-        variable.assign(array)
+    for variable in copy.variables:
+        if variable.path in values:
+            variable.assign(values[variable.path])
     if getattr(model, "preprocessor", None) is not None:
         # Host-side, with assets (a vocabulary) that a config does not hold.
         copy.preprocessor = model.preprocessor

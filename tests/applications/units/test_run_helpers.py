@@ -83,10 +83,19 @@ def test_a_damaged_history_is_refused_with_its_reason(tmp_path, data, reason):
     assert message.endswith("); rerun with --restart to start over")
 
 
-def test_a_history_that_is_a_folder_is_refused_with_the_system_reason(tmp_path):
-    path = tmp_path / "history.csv"
+@pytest.mark.parametrize(
+    "read, name",
+    [
+        (run_state.read_history_rows, "history.csv"),
+        (run_state.read_state, "run_state.json"),
+    ],
+)
+def test_a_file_that_is_a_folder_is_refused_with_the_system_reason(
+    tmp_path, read, name
+):
+    path = tmp_path / name
     path.mkdir()
-    assert refusal(run_state.read_history_rows, path) == (
+    assert refusal(read, path) == (
         f"{path} is damaged (Is a directory); rerun with --restart to start over"
     )
     exit = run_state.damaged(path, "why")
@@ -281,14 +290,6 @@ def test_a_damaged_state_is_refused_with_its_reason(tmp_path, data, reason):
     message = refusal(run_state.read_state, path)
     assert message.startswith(f"{path} is damaged ({reason}")
     assert message.endswith("); rerun with --restart to start over")
-
-
-def test_a_state_that_is_a_folder_is_refused_with_the_system_reason(tmp_path):
-    path = tmp_path / "run_state.json"
-    path.mkdir()
-    assert refusal(run_state.read_state, path) == (
-        f"{path} is damaged (Is a directory); rerun with --restart to start over"
-    )
 
 
 def test_flag_values_keep_paths_as_strings_and_differences_name_each_flag():

@@ -314,13 +314,34 @@ def local_copy(model):
         print_weights_digest(values.values())
         keras.distribution.set_distribution(None)
     copy = type(model).from_config(model.get_config())
-    for variable in copy.variables:
-        if variable.path in values:
-            variable.assign(values[variable.path])
+    assign_by_path(copy, values)
     if getattr(model, "preprocessor", None) is not None:
         # Host-side, with assets (a vocabulary) that a config does not hold.
         copy.preprocessor = model.preprocessor
     return copy
+
+
+def assign_by_path(copy, values):
+    """Gives each of `copy`'s weights the value in `values` (path: array)
+    of the same path, after checking that every weight has one: a model
+    that names its weights differently when rebuilt (a Sequential one)
+    would otherwise keep random weights. The seed generators' states are
+    named by a process-wide count and are not compared: dropout is off in
+    predictions. A tied weight rebuilt as two takes the one value twice."""
+
+    def weights(paths):
+        return {path for path in paths if not path.endswith("seed_generator_state")}
+
+    unmatched = weights(v.path for v in copy.variables) ^ weights(values)
+    if unmatched:
+        raise ValueError(
+            "local_copy: the rebuilt model's weights and the trained ones "
+            f"differ in {sorted(unmatched)[:3]}; its weights are matched by "
+            "path, so build the model as a Functional or keras-hub model"
+        )
+    for variable in copy.variables:
+        if variable.path in values:
+            variable.assign(values[variable.path])
 
 
 def print_weights_digest(arrays):

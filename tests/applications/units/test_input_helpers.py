@@ -603,6 +603,41 @@ def test_local_copy_of_a_multi_process_run(monkeypatch, capsys, preprocessor):
     assert capsys.readouterr().out == ""
 
 
+def test_local_copy_refuses_a_model_whose_rebuilt_weights_are_named_otherwise(
+    monkeypatch,
+):
+    """A Sequential model's rebuilt weights lose its name from their paths
+    ("sequential/dense/kernel" becomes "dense/kernel"): matched by path,
+    the copy would keep random weights."""
+    jax = pytest.importorskip("jax")
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dropout(0.5)]
+    )
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(keras.distribution, "distribution", lambda: None)
+    with pytest.raises(ValueError, match=r"local_copy: .*'sequential/dense/bias'"):
+        distribute.local_copy(model)
+
+
+def test_a_tied_weight_rebuilt_as_two_takes_its_value_twice():
+    """The masked LM's head shares the backbone's embedding; rebuilt from
+    its config, the two are separate weights with one path. The seed
+    generators' states, named by a process-wide count, are not compared."""
+    copy = keras.layers.Layer()
+    copy.first = keras.layers.Embedding(5, 2, name="embedding")
+    copy.second = keras.layers.Embedding(5, 2, name="embedding")
+    copy.first.build((None,))
+    copy.second.build((None,))
+    copy.seeds = keras.random.SeedGenerator(1)
+    value = np.arange(10.0).reshape(5, 2)
+    distribute.assign_by_path(copy, {"embedding/embeddings": value})
+    for layer in (copy.first, copy.second):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(layer.embeddings), value
+        )
+
+
 def test_weights_digest_of_c_ordered_bytes(capsys):
     jax = pytest.importorskip("jax")
     arrays = [np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.int8([1, 2])]
